@@ -1,0 +1,15 @@
+//! leoguard-core: the types every other leoguard crate shares.
+//!
+//! Time is integer nanoseconds (`Instant`, `Duration`), units are newtypes (`Bytes`, `Bps`), and all
+//! randomness comes from [`rng::stream`], a reproducible generator derived from (run seed, component).
+
+pub mod rng;
+pub mod time;
+pub mod units;
+
+pub use rng::{stream, RngStream};
+pub use time::{Duration, Instant};
+pub use units::{Bps, Bytes};
+
+/// Speed of light in vacuum, m/s (REFERENCE.md: used for ISLs and radio links alike).
+pub const SPEED_OF_LIGHT_M_S: f64 = 299_792_458.0;

@@ -1,0 +1,433 @@
+//! Snapshot routing: the satellite graph with ISL lengths for one instant, and a reusable
+//! multi-source Dijkstra over it (shortest propagation delay). Allocates nothing per run once warm.
+
+use crate::constellation::Constellation;
+use crate::geo::{distance, Vec3};
+
+/// No predecessor / unreachable marker.
+pub const NONE: u32 = u32::MAX;
+
+/// The ISL graph with per-snapshot edge lengths (metres; `f64::INFINITY` when down).
+#[derive(Clone, Debug)]
+pub struct SnapshotGraph {
+    adj_start: Vec<u32>,
+    /// (neighbour, isl index) in CSR order.
+    adj: Vec<(u32, u32)>,
+    /// Current length of each ISL.
+    pub isl_len: Vec<f64>,
+    /// Number of ISLs that are up in the current snapshot.
+    pub isls_up: usize,
+    /// Shortest up ISL in the current snapshot, metres (INFINITY if none).
+    pub min_len: f64,
+    /// Longest up ISL in the current snapshot, metres (0 if none).
+    pub max_len: f64,
+}
+
+impl SnapshotGraph {
+    /// The graph of `c`'s ISLs (lengths unset until [`SnapshotGraph::update`]).
+    pub fn new(c: &Constellation) -> Self {
+        let n = c.len();
+        let mut deg = vec![0u32; n + 1];
+        for l in c.isls() {
+            deg[l.a as usize] += 1;
+            deg[l.b as usize] += 1;
+        }
+        let mut adj_start = vec![0u32; n + 1];
+        for i in 0..n {
+            adj_start[i + 1] = adj_start[i] + deg[i];
+        }
+        let mut fill = adj_start.clone();
+        let mut adj = vec![(0u32, 0u32); adj_start[n] as usize];
+        for (k, l) in c.isls().iter().enumerate() {
+            adj[fill[l.a as usize] as usize] = (l.b, k as u32);
+            fill[l.a as usize] += 1;
+            adj[fill[l.b as usize] as usize] = (l.a, k as u32);
+            fill[l.b as usize] += 1;
+        }
+        SnapshotGraph {
+            adj_start,
+            adj,
+            isl_len: vec![f64::INFINITY; c.isls().len()],
+            isls_up: 0,
+            min_len: f64::INFINITY,
+            max_len: 0.0,
+        }
+    }
+
+    /// Recomputes ISL lengths and availability for satellite positions `pos`.
+    pub fn update(&mut self, c: &Constellation, pos: &[Vec3]) {
+        let mut up = 0;
+        let mut min_len = f64::INFINITY;
+        let mut max_len: f64 = 0.0;
+        for (k, l) in c.isls().iter().enumerate() {
+            self.isl_len[k] = if c.isl_up(l, pos) {
+                up += 1;
+                let d = distance(pos[l.a as usize], pos[l.b as usize]);
+                min_len = min_len.min(d);
+                max_len = max_len.max(d);
+                d
+            } else {
+                f64::INFINITY
+            };
+        }
+        self.isls_up = up;
+        self.min_len = min_len;
+        self.max_len = max_len;
+    }
+
+    /// Neighbours of satellite `v` as (neighbour, isl index).
+    #[inline]
+    pub fn neighbours(&self, v: u32) -> &[(u32, u32)] {
+        &self.adj[self.adj_start[v as usize] as usize..self.adj_start[v as usize + 1] as usize]
+    }
+
+    /// Number of satellites.
+    pub fn node_count(&self) -> usize {
+        self.adj_start.len() - 1
+    }
+}
+
+/// Multi-source Dijkstra with reusable buffers.
+#[derive(Clone, Debug, Default)]
+pub struct Dijkstra {
+    /// Distance (metres) from the nearest source, `INFINITY` if unreached.
+    pub dist: Vec<f64>,
+    /// Predecessor satellite, or [`NONE`] for sources and unreached nodes.
+    pub pred: Vec<u32>,
+    heap: IndexedHeap,
+    /// Final-hop length of each target during `run_to` (INFINITY elsewhere).
+    exit: Vec<f64>,
+    buckets: Vec<Vec<u32>>,
+    work: Vec<u32>,
+    /// Always use the binary-heap search (the bucket queue is used otherwise when edges allow it).
+    pub force_heap: bool,
+}
+
+/// Dial's algorithm is used when every up edge is at least this long (else the heap).
+const DIAL_MIN_WIDTH_M: f64 = 20_000.0;
+
+impl Dijkstra {
+    /// Runs from `sources` = (satellite, initial distance in metres) over the whole graph.
+    pub fn run(&mut self, g: &SnapshotGraph, sources: &[(u32, f64)]) {
+        self.search(g, sources, &[]);
+    }
+
+    /// Runs from `sources` until the best exit among `targets` = (satellite, final-hop metres) is
+    /// certain: the search stops once the next node is no closer than the best complete path.
+    pub fn run_to(
+        &mut self,
+        g: &SnapshotGraph,
+        sources: &[(u32, f64)],
+        targets: &[(u32, f64)],
+    ) -> Option<(u32, f64)> {
+        self.search(g, sources, targets);
+        self.best_exit(targets)
+    }
+
+    fn search(&mut self, g: &SnapshotGraph, sources: &[(u32, f64)], targets: &[(u32, f64)]) {
+        let n = g.node_count();
+        self.dist.clear();
+        self.dist.resize(n, f64::INFINITY);
+        self.pred.clear();
+        self.pred.resize(n, NONE);
+        if self.exit.len() != n {
+            self.exit = vec![f64::INFINITY; n];
+        }
+        for &(t, d) in targets {
+            self.exit[t as usize] = self.exit[t as usize].min(d);
+        }
+        if !self.force_heap && g.min_len >= DIAL_MIN_WIDTH_M && g.min_len.is_finite() {
+            self.dial(g, sources);
+        } else {
+            self.heap_search(g, sources);
+        }
+        for &(t, _) in targets {
+            self.exit[t as usize] = f64::INFINITY;
+        }
+    }
+
+    fn heap_search(&mut self, g: &SnapshotGraph, sources: &[(u32, f64)]) {
+        let n = g.node_count();
+        self.heap.reset(n);
+        for &(s, d0) in sources {
+            if d0 < self.dist[s as usize] {
+                self.dist[s as usize] = d0;
+                self.heap.push_or_decrease(s, d0);
+            }
+        }
+        let mut best = f64::INFINITY;
+        while let Some((v, d)) = self.heap.pop() {
+            if d >= best {
+                break; // every remaining path is at least d long (exit hops are >= 0)
+            }
+            best = best.min(d + self.exit[v as usize]);
+            for &(w, k) in g.neighbours(v) {
+                let nd = d + g.isl_len[k as usize];
+                if nd < self.dist[w as usize] {
+                    self.dist[w as usize] = nd;
+                    self.pred[w as usize] = v;
+                    self.heap.push_or_decrease(w, nd);
+                }
+            }
+        }
+    }
+
+    /// Dial's bucket queue: with bucket width w <= the shortest edge, no node in the current bucket
+    /// can improve another in the same bucket (d_v + w_uv >= (b+1)w), so each bucket is final as a
+    /// whole and needs no ordering. Exact, and O(nodes + edges + distance / w).
+    fn dial(&mut self, g: &SnapshotGraph, sources: &[(u32, f64)]) {
+        // A hair under the shortest edge so that rounding never files a relaxation in its own bucket.
+        let width = g.min_len * (1.0 - 1e-9);
+        let inv = 1.0 / width;
+        let bucket = |d: f64| (d * inv) as usize;
+        let mut lo = usize::MAX;
+        let mut hi = 0;
+        for &(s, d0) in sources {
+            if d0 < self.dist[s as usize] {
+                self.dist[s as usize] = d0;
+            }
+            lo = lo.min(bucket(d0));
+            hi = hi.max(bucket(d0));
+        }
+        if lo == usize::MAX {
+            return;
+        }
+        // Every pending entry lies in [cur, cur + ring): a relaxation jumps at most max_len / w + 1.
+        let ring = ((g.max_len * inv) as usize + 2).max(hi - lo + 1);
+        for b in &mut self.buckets {
+            b.clear();
+        }
+        if self.buckets.len() < ring {
+            self.buckets.resize_with(ring, Vec::new);
+        }
+        let ring = self.buckets.len();
+        let mut pending = 0usize;
+        for &(s, _) in sources {
+            self.buckets[bucket(self.dist[s as usize]) % ring].push(s);
+            pending += 1;
+        }
+        let mut best = f64::INFINITY;
+        let mut cur = lo;
+        let mut work = std::mem::take(&mut self.work);
+        while pending > 0 && (cur as f64) * width < best {
+            work.clear();
+            std::mem::swap(&mut work, &mut self.buckets[cur % ring]);
+            pending -= work.len();
+            for &v in &work {
+                let d = self.dist[v as usize];
+                if bucket(d) != cur {
+                    continue; // stale: v was improved into an earlier bucket and settled there
+                }
+                best = best.min(d + self.exit[v as usize]);
+                for &(w, k) in g.neighbours(v) {
+                    let nd = d + g.isl_len[k as usize];
+                    if nd < self.dist[w as usize] {
+                        self.dist[w as usize] = nd;
+                        self.pred[w as usize] = v;
+                        self.buckets[bucket(nd) % ring].push(w);
+                        pending += 1;
+                    }
+                }
+            }
+            cur += 1;
+        }
+        work.clear();
+        self.work = work;
+    }
+
+    /// Best exit among `targets` = (satellite, final-hop metres): (satellite, total metres).
+    pub fn best_exit(&self, targets: &[(u32, f64)]) -> Option<(u32, f64)> {
+        let mut best: Option<(u32, f64)> = None;
+        for &(s, d) in targets {
+            let total = self.dist[s as usize] + d;
+            if total.is_finite() && best.is_none_or(|(_, b)| total < b) {
+                best = Some((s, total));
+            }
+        }
+        best
+    }
+
+    /// Satellite sequence from a source to `to` (inclusive), appended to `out` (cleared first).
+    pub fn path_into(&self, to: u32, out: &mut Vec<u32>) {
+        out.clear();
+        let mut v = to;
+        while v != NONE {
+            out.push(v);
+            v = self.pred[v as usize];
+        }
+        out.reverse();
+    }
+}
+
+/// A 4-ary min-heap of nodes keyed by distance, with decrease-key (each node at most once).
+#[derive(Clone, Debug, Default)]
+struct IndexedHeap {
+    items: Vec<(f64, u32)>,
+    /// Position of each node in `items`, `NONE` if absent.
+    at: Vec<u32>,
+}
+
+impl IndexedHeap {
+    fn reset(&mut self, n: usize) {
+        for &(_, v) in &self.items {
+            self.at[v as usize] = NONE;
+        }
+        self.items.clear();
+        if self.at.len() != n {
+            self.at = vec![NONE; n];
+        }
+    }
+
+    #[inline]
+    fn push_or_decrease(&mut self, v: u32, key: f64) {
+        let i = match self.at[v as usize] {
+            NONE => {
+                self.items.push((key, v));
+                self.items.len() - 1
+            }
+            i => {
+                self.items[i as usize].0 = key;
+                i as usize
+            }
+        };
+        self.sift_up(i);
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<(u32, f64)> {
+        let (key, v) = *self.items.first()?;
+        self.at[v as usize] = NONE;
+        let last = self.items.pop()?;
+        if !self.items.is_empty() {
+            self.items[0] = last;
+            self.sift_down(0);
+        }
+        Some((v, key))
+    }
+
+    #[inline]
+    fn sift_up(&mut self, mut i: usize) {
+        let item = self.items[i];
+        while i > 0 {
+            let p = (i - 1) / 4;
+            if self.items[p].0 <= item.0 {
+                break;
+            }
+            self.items[i] = self.items[p];
+            self.at[self.items[i].1 as usize] = i as u32;
+            i = p;
+        }
+        self.items[i] = item;
+        self.at[item.1 as usize] = i as u32;
+    }
+
+    #[inline]
+    fn sift_down(&mut self, mut i: usize) {
+        let item = self.items[i];
+        let n = self.items.len();
+        loop {
+            let first = 4 * i + 1;
+            if first >= n {
+                break;
+            }
+            let mut m = first;
+            for c in first + 1..(first + 4).min(n) {
+                if self.items[c].0 < self.items[m].0 {
+                    m = c;
+                }
+            }
+            if self.items[m].0 >= item.0 {
+                break;
+            }
+            self.items[i] = self.items[m];
+            self.at[self.items[i].1 as usize] = i as u32;
+            i = m;
+        }
+        self.items[i] = item;
+        self.at[item.1 as usize] = i as u32;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_queue_and_heap_agree_on_starlink() {
+        let c = Constellation::preset("starlink-shell1").unwrap();
+        let mut g = SnapshotGraph::new(&c);
+        let (mut a, mut b) = (
+            Dijkstra::default(),
+            Dijkstra {
+                force_heap: true,
+                ..Default::default()
+            },
+        );
+        for (k, t) in [0.0, 37.3, 1200.0, 4000.0].into_iter().enumerate() {
+            let pos = c.positions(t).unwrap();
+            g.update(&c, &pos);
+            assert!(g.min_len >= DIAL_MIN_WIDTH_M, "bucket queue not exercised");
+            let src = [((k * 101) as u32, 400e3), ((k * 101 + 700) as u32, 900e3)];
+            a.run(&g, &src);
+            b.run(&g, &src);
+            for i in 0..c.len() {
+                assert!((a.dist[i] - b.dist[i]).abs() < 1e-3, "t={t} node {i}");
+            }
+            let tg = [(1000u32, 600e3), (1500u32, 700e3)];
+            assert_eq!(
+                a.run_to(&g, &src, &tg).map(|x| x.0),
+                b.run_to(&g, &src, &tg).map(|x| x.0)
+            );
+        }
+    }
+
+    #[test]
+    fn dijkstra_matches_brute_force_bellman_ford() {
+        let c = Constellation::preset("telesat").unwrap();
+        let pos = c.positions(500.0).unwrap();
+        let mut g = SnapshotGraph::new(&c);
+        g.update(&c, &pos);
+        let mut dj = Dijkstra::default();
+        dj.run(&g, &[(0, 0.0), (100, 1.0e6)]);
+        // Bellman-Ford over the same edges.
+        let mut bf = vec![f64::INFINITY; c.len()];
+        bf[0] = 0.0;
+        bf[100] = bf[100].min(1.0e6);
+        for _ in 0..c.len() {
+            let mut changed = false;
+            for (k, l) in c.isls().iter().enumerate() {
+                let w = g.isl_len[k];
+                let (a, b) = (l.a as usize, l.b as usize);
+                if bf[a] + w < bf[b] {
+                    bf[b] = bf[a] + w;
+                    changed = true;
+                }
+                if bf[b] + w < bf[a] {
+                    bf[a] = bf[b] + w;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        for (i, (&want, &got)) in bf.iter().zip(&dj.dist).enumerate() {
+            if want.is_finite() {
+                assert!((want - got).abs() < 1e-3, "node {i}: {want} vs {got}");
+            } else {
+                assert!(got.is_infinite());
+            }
+        }
+        // Early-stopping search gives the same best exit as the full one.
+        let targets = [(200u32, 5.0e5), (300u32, 1.0e5)];
+        let full = dj.best_exit(&targets).unwrap();
+        let mut dj2 = Dijkstra::default();
+        let early = dj2.run_to(&g, &[(0, 0.0), (100, 1.0e6)], &targets).unwrap();
+        assert_eq!(full.0, early.0);
+        assert!((full.1 - early.1).abs() < 1e-6);
+        let mut p = Vec::new();
+        dj.path_into(200, &mut p);
+        assert!(p[0] == 0 || p[0] == 100);
+        assert_eq!(*p.last().unwrap(), 200);
+    }
+}

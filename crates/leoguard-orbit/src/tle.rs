@@ -1,0 +1,232 @@
+//! TLE input (CelesTrak's 3-line format) propagated with the `sgp4` crate (a port of Vallado's
+//! reference SGP4; leoguard does not implement its own propagator).
+
+use crate::error::OrbitError;
+use crate::geo::{eci_to_ecef, gmst_rad, Vec3};
+
+/// One satellite from a TLE file, ready to propagate.
+#[derive(Clone, Debug)]
+pub struct TleSatellite {
+    /// Name from line 0 (trimmed).
+    pub name: String,
+    /// NORAD catalogue number.
+    pub norad_id: u64,
+    /// TLE epoch as a Unix time, seconds.
+    pub epoch_unix_s: f64,
+    /// Inclination, degrees.
+    pub inclination_deg: f64,
+    /// Mean motion, revolutions per day.
+    pub mean_motion_rev_day: f64,
+    constants: sgp4::Constants,
+}
+
+/// Modulo-10 checksum of a TLE line (digits count their value, '-' counts 1).
+pub fn tle_checksum(line: &str) -> u32 {
+    line.bytes()
+        .take(68)
+        .map(|b| match b {
+            b'0'..=b'9' => u32::from(b - b'0'),
+            b'-' => 1,
+            _ => 0,
+        })
+        .sum::<u32>()
+        % 10
+}
+
+fn check_line(line: &str, lineno: usize, want: char) -> Result<(), OrbitError> {
+    let err = |reason: String| OrbitError::Tle {
+        line: lineno,
+        reason,
+    };
+    if !line.is_ascii() {
+        return Err(err("contains non-ASCII characters".into()));
+    }
+    if line.len() != 69 {
+        return Err(err(format!(
+            "line {want} must be 69 characters long, found {}",
+            line.len()
+        )));
+    }
+    if !line.starts_with(want) {
+        return Err(err(format!(
+            "expected line number {want} in column 1, found '{}'",
+            &line[..1]
+        )));
+    }
+    let given = line.as_bytes()[68];
+    if !given.is_ascii_digit() {
+        return Err(err(format!(
+            "checksum column 69 is '{}', not a digit",
+            given as char
+        )));
+    }
+    let computed = tle_checksum(line);
+    if u32::from(given - b'0') != computed {
+        return Err(err(format!(
+            "bad checksum: column 69 says {}, computed {computed}",
+            given as char
+        )));
+    }
+    Ok(())
+}
+
+/// Parses a 3-line TLE text (name line, line 1, line 2, repeated). Blank lines are ignored.
+pub fn parse_tle_text(text: &str) -> Result<Vec<TleSatellite>, OrbitError> {
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim_end_matches(['\r', ' '])))
+        .filter(|(_, l)| !l.trim().is_empty())
+        .collect();
+    if lines.is_empty() {
+        return Err(OrbitError::Tle {
+            line: 0,
+            reason: "file contains no TLE".into(),
+        });
+    }
+    if lines.len() % 3 != 0 {
+        let (n, _) = lines[lines.len() - lines.len() % 3];
+        return Err(OrbitError::Tle {
+            line: n,
+            reason: format!(
+                "expected 3 lines per satellite (name, line 1, line 2); {} left over",
+                lines.len() % 3
+            ),
+        });
+    }
+    let mut out = Vec::with_capacity(lines.len() / 3);
+    for chunk in lines.chunks(3) {
+        let (n0, name) = chunk[0];
+        let (n1, l1) = chunk[1];
+        let (n2, l2) = chunk[2];
+        if name.starts_with("1 ") && name.len() == 69 {
+            return Err(OrbitError::Tle {
+                line: n0,
+                reason: "expected a name line (3-line format), found line 1".into(),
+            });
+        }
+        check_line(l1, n1, '1')?;
+        check_line(l2, n2, '2')?;
+        if l1[2..7] != l2[2..7] {
+            return Err(OrbitError::Tle {
+                line: n2,
+                reason: "catalogue numbers of line 1 and line 2 differ".into(),
+            });
+        }
+        let name = name.trim_start_matches("0 ").trim().to_string();
+        let elements = sgp4::Elements::from_tle(Some(name.clone()), l1.as_bytes(), l2.as_bytes())
+            .map_err(|e| OrbitError::Tle {
+            line: n1,
+            reason: e.to_string(),
+        })?;
+        let constants = sgp4::Constants::from_elements(&elements).map_err(|e| OrbitError::Tle {
+            line: n2,
+            reason: e.to_string(),
+        })?;
+        let epoch_unix_s = elements.datetime.and_utc().timestamp_micros() as f64 * 1e-6;
+        out.push(TleSatellite {
+            name,
+            norad_id: elements.norad_id,
+            epoch_unix_s,
+            inclination_deg: elements.inclination,
+            mean_motion_rev_day: elements.mean_motion,
+            constants,
+        });
+    }
+    Ok(out)
+}
+
+impl TleSatellite {
+    /// TEME position (metres) at a Unix time.
+    pub fn teme(&self, unix_s: f64) -> Result<Vec3, OrbitError> {
+        let minutes = (unix_s - self.epoch_unix_s) / 60.0;
+        let p = self
+            .constants
+            .propagate(sgp4::MinutesSinceEpoch(minutes))
+            .map_err(|e| OrbitError::Propagation {
+                sat: self.name.clone(),
+                minutes,
+                reason: e.to_string(),
+            })?;
+        Ok([
+            p.position[0] * 1e3,
+            p.position[1] * 1e3,
+            p.position[2] * 1e3,
+        ])
+    }
+
+    /// ECEF position (metres) at a Unix time: TEME rotated by GMST (polar motion ignored).
+    pub fn ecef(&self, unix_s: f64) -> Result<Vec3, OrbitError> {
+        Ok(eci_to_ecef(self.teme(unix_s)?, gmst_rad(unix_s)))
+    }
+}
+
+/// Writes a checksummed TLE pair for a circular orbit, e.g. to export a Walker shell for other tools.
+#[allow(clippy::too_many_arguments)]
+pub fn format_circular_tle(
+    norad_id: u32,
+    epoch_year: u32,
+    epoch_day: f64,
+    inclination_deg: f64,
+    raan_deg: f64,
+    mean_anomaly_deg: f64,
+    mean_motion_rev_day: f64,
+) -> (String, String) {
+    let yy = epoch_year % 100;
+    let body1 = format!(
+        "1 {norad_id:05}U 00000A   {yy:02}{epoch_day:012.8}  .00000000  00000-0  00000-0 0  999"
+    );
+    let body2 = format!(
+        "2 {norad_id:05} {inc:8.4} {raan:8.4} 0000001 {argp:8.4} {ma:8.4} {mm:11.8}    0",
+        inc = inclination_deg,
+        raan = raan_deg.rem_euclid(360.0),
+        argp = 0.0,
+        ma = mean_anomaly_deg.rem_euclid(360.0),
+        mm = mean_motion_rev_day,
+    );
+    let l1 = format!("{body1}{}", tle_checksum(&body1));
+    let l2 = format!("{body2}{}", tle_checksum(&body2));
+    (l1, l2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A well-known ISS TLE (Vallado's test set style, checksums valid).
+    const ISS: &str = "ISS (ZARYA)\n\
+1 25544U 98067A   08264.51782528 -.00002182  00000-0 -11606-4 0  2927\n\
+2 25544  51.6416 247.4627 0006703 130.5360 325.0288 15.72125391563537\n";
+
+    #[test]
+    fn parses_a_real_tle() {
+        let sats = parse_tle_text(ISS).unwrap();
+        assert_eq!(sats.len(), 1);
+        assert_eq!(sats[0].norad_id, 25544);
+        assert_eq!(sats[0].name, "ISS (ZARYA)");
+        let p = sats[0].teme(sats[0].epoch_unix_s).unwrap();
+        let r = crate::geo::norm(p) / 1e3;
+        assert!((6_600.0..6_800.0).contains(&r), "radius {r}");
+    }
+
+    #[test]
+    fn rejects_bad_checksum_and_length() {
+        let bad = ISS.replace("0  2927", "0  2928");
+        let e = parse_tle_text(&bad).unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("checksum"), "{e}");
+        let short = ISS.replace("15.72125391563537", "15.7212539156353");
+        let e = parse_tle_text(&short).unwrap_err().to_string();
+        assert!(e.contains("69 characters"), "{e}");
+        let e = parse_tle_text("ISS\n").unwrap_err().to_string();
+        assert!(e.contains("3 lines"), "{e}");
+    }
+
+    #[test]
+    fn formatted_tle_round_trips() {
+        let (l1, l2) = format_circular_tle(42, 2026, 1.0, 53.0, 10.0, 20.0, 15.19);
+        let text = format!("SAT-42\n{l1}\n{l2}\n");
+        let sats = parse_tle_text(&text).unwrap();
+        assert_eq!(sats[0].norad_id, 42);
+        assert!((sats[0].inclination_deg - 53.0).abs() < 1e-9);
+    }
+}
