@@ -43,7 +43,7 @@ def parse_epoch(epoch: float | str | _dt.datetime | None) -> float | None:
         except ValueError as e:
             raise LeoguardError(f"invalid epoch = '{epoch}': use ISO 8601, e.g. 2026-01-01T00:00:00Z") from e
     if epoch.tzinfo is None:
-        epoch = epoch.replace(tzinfo=_dt.timezone.utc)
+        epoch = epoch.replace(tzinfo=_dt.UTC)
     return epoch.timestamp()
 
 
@@ -223,7 +223,7 @@ class Constellation:
     def info(self) -> dict[str, Any]:
         """Shells, satellite and ISL counts, orbital periods, epoch."""
         d = dict(self._core.info())
-        d["epoch"] = _dt.datetime.fromtimestamp(d["epoch_unix_s"], _dt.timezone.utc).isoformat()
+        d["epoch"] = _dt.datetime.fromtimestamp(d["epoch_unix_s"], _dt.UTC).isoformat()
         return d
 
     def satellites(self) -> pl.DataFrame:
@@ -338,9 +338,13 @@ class Constellation:
         """Per place at time t: its H3 cell, the serving satellite's beam (highest elevation), the
         distance from the cell centre to that satellite and SATGUARD's beam timeout thd = 2d/c."""
         ps = [place(p) for p in places]
-        return pl.DataFrame(self._core.beams([p.as_node() for p in ps], float(t), int(resolution), float(min_elevation)))
+        return pl.DataFrame(
+            self._core.beams([p.as_node() for p in ps], float(t), int(resolution), float(min_elevation))
+        )
 
-    def footprint(self, sat: int | str, t: float = 0.0, *, resolution: int = 5, min_elevation: float = 25.0) -> list[str]:
+    def footprint(
+        self, sat: int | str, t: float = 0.0, *, resolution: int = 5, min_elevation: float = 25.0
+    ) -> list[str]:
         """H3 cells (hex) whose centres see satellite `sat` (index or name) at t."""
         if isinstance(sat, str):
             names = self._core.satellites()["sat"]
@@ -352,11 +356,13 @@ class Constellation:
     def to_tle(self, path: str | Path) -> Path:
         """Exports the Walker shells as a 3-line TLE file (circular orbits, Kepler mean motion)."""
         info = self.info()
-        epoch = _dt.datetime.fromtimestamp(self.epoch_unix_s, _dt.timezone.utc)
-        day = (epoch - _dt.datetime(epoch.year, 1, 1, tzinfo=_dt.timezone.utc)).total_seconds() / 86400 + 1
+        epoch = _dt.datetime.fromtimestamp(self.epoch_unix_s, _dt.UTC)
+        day = (epoch - _dt.datetime(epoch.year, 1, 1, tzinfo=_dt.UTC)).total_seconds() / 86400 + 1
         shells = _core.Constellation.preset_shells(self.name) if self.name in PRESETS else None
         if shells is None:
-            raise LeoguardError("to_tle exports presets only; build other shells' TLEs with leoguard._core.circular_tle")
+            raise LeoguardError(
+                "to_tle exports presets only; build other shells' TLEs with leoguard._core.circular_tle"
+            )
         lines, norad = [], 1
         for shell, sh_info in zip(shells, info["shells"], strict=True):
             mm = 86400.0 / sh_info["period_s"]

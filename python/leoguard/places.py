@@ -72,9 +72,7 @@ def _index() -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict[str, 
 
 
 def _from_city(c: dict[str, Any], role: str) -> Place:
-    return Place(
-        c["name"], float(c["latitude"]), float(c["longitude"]), role, int(c["population"]), c["countrycode"]
-    )
+    return Place(c["name"], float(c["latitude"]), float(c["longitude"]), role, int(c["population"]), c["countrycode"])
 
 
 def city(name: str, role: str = "terminal") -> Place:
@@ -138,9 +136,13 @@ def load_csv(path: str | Path, default_role: str = "terminal") -> list[Place]:
         lon = r.get("lon") or r.get("longitude")
         if lat and lon:
             try:
-                out.append(Place(name, float(lat), float(lon), role))
+                la, lo = float(lat), float(lon)
             except ValueError as e:
                 raise LeoguardError(f"{path}:{i}: invalid coordinates '{lat}', '{lon}'") from e
+            try:
+                out.append(Place(name, la, lo, role))
+            except LeoguardError as e:
+                raise LeoguardError(f"{path}:{i}: {e}") from e
         else:
             out.append(city(name, role))
     return out

@@ -15,6 +15,8 @@ pub struct SnapshotGraph {
     adj: Vec<(u32, u32)>,
     /// Current length of each ISL.
     pub isl_len: Vec<f64>,
+    /// The same lengths in CSR (adjacency) order, so the search reads them sequentially.
+    adj_len: Vec<f64>,
     /// Number of ISLs that are up in the current snapshot.
     pub isls_up: usize,
     /// Shortest up ISL in the current snapshot, metres (INFINITY if none).
@@ -44,10 +46,12 @@ impl SnapshotGraph {
             adj[fill[l.b as usize] as usize] = (l.a, k as u32);
             fill[l.b as usize] += 1;
         }
+        let adj_len = vec![f64::INFINITY; adj.len()];
         SnapshotGraph {
             adj_start,
             adj,
             isl_len: vec![f64::INFINITY; c.isls().len()],
+            adj_len,
             isls_up: 0,
             min_len: f64::INFINITY,
             max_len: 0.0,
@@ -70,6 +74,9 @@ impl SnapshotGraph {
                 f64::INFINITY
             };
         }
+        for (len, &(_, k)) in self.adj_len.iter_mut().zip(&self.adj) {
+            *len = self.isl_len[k as usize];
+        }
         self.isls_up = up;
         self.min_len = min_len;
         self.max_len = max_len;
@@ -79,6 +86,16 @@ impl SnapshotGraph {
     #[inline]
     pub fn neighbours(&self, v: u32) -> &[(u32, u32)] {
         &self.adj[self.adj_start[v as usize] as usize..self.adj_start[v as usize + 1] as usize]
+    }
+
+    /// Neighbours of `v` with the current edge lengths.
+    #[inline]
+    fn edges(&self, v: u32) -> (&[(u32, u32)], &[f64]) {
+        let (a, b) = (
+            self.adj_start[v as usize] as usize,
+            self.adj_start[v as usize + 1] as usize,
+        );
+        (&self.adj[a..b], &self.adj_len[a..b])
     }
 
     /// Number of satellites.
@@ -99,6 +116,10 @@ pub struct Dijkstra {
     exit: Vec<f64>,
     buckets: Vec<Vec<u32>>,
     work: Vec<u32>,
+    /// `want[v] == generation` marks nodes whose final distance `run_until` waits for.
+    want: Vec<u32>,
+    generation: u32,
+    wanted: usize,
     /// Always use the binary-heap search (the bucket queue is used otherwise when edges allow it).
     pub force_heap: bool,
 }
@@ -109,7 +130,44 @@ const DIAL_MIN_WIDTH_M: f64 = 20_000.0;
 impl Dijkstra {
     /// Runs from `sources` = (satellite, initial distance in metres) over the whole graph.
     pub fn run(&mut self, g: &SnapshotGraph, sources: &[(u32, f64)]) {
+        self.run_until(g, sources, &[]);
+    }
+
+    /// Runs from `sources` until every node in `wanted` has its final distance (others may be
+    /// unsettled). Used by all-pairs routing, which needs only the satellites its destinations see.
+    pub fn run_until(&mut self, g: &SnapshotGraph, sources: &[(u32, f64)], wanted: &[u32]) {
+        self.mark(g.node_count(), wanted);
         self.search(g, sources, &[]);
+    }
+
+    /// Starts a new generation of wanted marks; no marks means "run to completion".
+    fn mark(&mut self, n: usize, wanted: &[u32]) {
+        self.generation = self.generation.wrapping_add(1);
+        if self.want.len() != n || self.generation == 0 {
+            self.want = vec![0; n];
+            self.generation = 1;
+        }
+        self.wanted = 0;
+        for &v in wanted {
+            if self.want[v as usize] != self.generation {
+                self.want[v as usize] = self.generation;
+                self.wanted += 1;
+            }
+        }
+        if self.wanted == 0 {
+            self.wanted = usize::MAX;
+        }
+    }
+
+    /// Marks node `v` settled; true when it was the last wanted one.
+    #[inline]
+    fn settle(&mut self, v: u32) -> bool {
+        if self.want[v as usize] == self.generation {
+            self.want[v as usize] = 0;
+            self.wanted -= 1;
+            return self.wanted == 0;
+        }
+        false
     }
 
     /// Runs from `sources` until the best exit among `targets` = (satellite, final-hop metres) is
@@ -120,6 +178,7 @@ impl Dijkstra {
         sources: &[(u32, f64)],
         targets: &[(u32, f64)],
     ) -> Option<(u32, f64)> {
+        self.mark(g.node_count(), &[]);
         self.search(g, sources, targets);
         self.best_exit(targets)
     }
@@ -161,8 +220,12 @@ impl Dijkstra {
                 break; // every remaining path is at least d long (exit hops are >= 0)
             }
             best = best.min(d + self.exit[v as usize]);
-            for &(w, k) in g.neighbours(v) {
-                let nd = d + g.isl_len[k as usize];
+            if self.settle(v) {
+                break;
+            }
+            let (adj, len) = g.edges(v);
+            for (&(w, _), &l) in adj.iter().zip(len) {
+                let nd = d + l;
                 if nd < self.dist[w as usize] {
                     self.dist[w as usize] = nd;
                     self.pred[w as usize] = v;
@@ -193,17 +256,20 @@ impl Dijkstra {
             return;
         }
         // Every pending entry lies in [cur, cur + ring): a relaxation jumps at most max_len / w + 1.
-        let ring = ((g.max_len * inv) as usize + 2).max(hi - lo + 1);
+        // A power of two, so that the ring index is a mask rather than a division.
+        let ring = ((g.max_len * inv) as usize + 2)
+            .max(hi - lo + 1)
+            .next_power_of_two();
         for b in &mut self.buckets {
             b.clear();
         }
         if self.buckets.len() < ring {
             self.buckets.resize_with(ring, Vec::new);
         }
-        let ring = self.buckets.len();
+        let mask = self.buckets.len() - 1;
         let mut pending = 0usize;
         for &(s, _) in sources {
-            self.buckets[bucket(self.dist[s as usize]) % ring].push(s);
+            self.buckets[bucket(self.dist[s as usize]) & mask].push(s);
             pending += 1;
         }
         let mut best = f64::INFINITY;
@@ -211,7 +277,7 @@ impl Dijkstra {
         let mut work = std::mem::take(&mut self.work);
         while pending > 0 && (cur as f64) * width < best {
             work.clear();
-            std::mem::swap(&mut work, &mut self.buckets[cur % ring]);
+            std::mem::swap(&mut work, &mut self.buckets[cur & mask]);
             pending -= work.len();
             for &v in &work {
                 let d = self.dist[v as usize];
@@ -219,12 +285,16 @@ impl Dijkstra {
                     continue; // stale: v was improved into an earlier bucket and settled there
                 }
                 best = best.min(d + self.exit[v as usize]);
-                for &(w, k) in g.neighbours(v) {
-                    let nd = d + g.isl_len[k as usize];
+                if self.settle(v) {
+                    best = f64::NEG_INFINITY; // every wanted node is final: stop after this bucket
+                }
+                let (adj, len) = g.edges(v);
+                for (&(w, _), &l) in adj.iter().zip(len) {
+                    let nd = d + l;
                     if nd < self.dist[w as usize] {
                         self.dist[w as usize] = nd;
                         self.pred[w as usize] = v;
-                        self.buckets[bucket(nd) % ring].push(w);
+                        self.buckets[bucket(nd) & mask].push(w);
                         pending += 1;
                     }
                 }
@@ -372,6 +442,16 @@ mod tests {
             b.run(&g, &src);
             for i in 0..c.len() {
                 assert!((a.dist[i] - b.dist[i]).abs() < 1e-3, "t={t} node {i}");
+            }
+            // Stopping once the wanted nodes are final leaves their distances exact.
+            let wanted = [3u32, 500, 1583];
+            let mut c2 = Dijkstra::default();
+            c2.run_until(&g, &src, &wanted);
+            for w in wanted {
+                assert!(
+                    (c2.dist[w as usize] - b.dist[w as usize]).abs() < 1e-3,
+                    "t={t} wanted {w}"
+                );
             }
             let tg = [(1000u32, 600e3), (1500u32, 700e3)];
             assert_eq!(

@@ -271,6 +271,11 @@ pub fn route_all_pairs(
     let mut dj = Dijkstra::default();
     let mut pos = Vec::new();
     let mut vis: Vec<Vec<(u32, f64)>> = vec![Vec::new(); nodes.len()];
+    let mut wanted: Vec<u32> = Vec::new();
+    // Sources in longitude order: each source's remaining destinations then lie on one side of it,
+    // so its search can stop early (pair results do not depend on the order).
+    let mut order: Vec<usize> = (0..nodes.len()).collect();
+    order.sort_by(|&x, &y| nodes[x].pos.lon_deg.total_cmp(&nodes[y].pos.lon_deg));
     let m = nodes.len();
     let mut st = AllPairsStats {
         snapshots: n,
@@ -280,14 +285,17 @@ pub fn route_all_pairs(
     for k in 0..n {
         c.positions_into(o.t(k), &mut pos)?;
         graph.update(c, &pos);
-        for (i, g) in nodes.iter().enumerate() {
-            filter.visible_into(g.ecef(), &pos, &mut vis[i]);
+        for (i, &o) in order.iter().enumerate() {
+            filter.visible_into(nodes[o].ecef(), &pos, &mut vis[i]);
         }
         for i in 0..m.saturating_sub(1) {
             if vis[i].is_empty() {
                 continue;
             }
-            dj.run(&graph, &vis[i]);
+            // Only the satellites that the remaining destinations see need final distances.
+            wanted.clear();
+            wanted.extend(vis[i + 1..].iter().flatten().map(|&(s, _)| s));
+            dj.run_until(&graph, &vis[i], &wanted);
             for v in &vis[i + 1..] {
                 if let Some((exit, total)) = dj.best_exit(v) {
                     st.reachable += 1;

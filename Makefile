@@ -1,0 +1,59 @@
+# leoguard: the one command interface. `make demo` and `make test` install everything they need.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.leoguard-deps
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+# One BLAS thread: numbers come from the Rust core; spinning BLAS threads only steal a core.
+export OPENBLAS_NUM_THREADS ?= 1
+
+.PHONY: help setup build demo test test-rust test-python lint fmt bench clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+# Python environment with every runtime and development dependency (re-run when pyproject changes).
+$(STAMP): pyproject.toml tools/install_deps.py
+	@command -v cargo >/dev/null || { echo "cargo not found: install Rust (rustup) first" >&2; exit 1; }
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "maturin>=1.7,<2"
+	$(PY) tools/install_deps.py
+	touch $@
+
+setup: $(STAMP) ## Install Python dependencies into .venv (Rust crates come with the build)
+
+build: setup ## Build the Rust core (release) and install leoguard into .venv
+	$(VENV)/bin/maturin develop --release -q
+
+demo: build ## Install, build, and run the main demo (New York - London over Starlink shell 1)
+	$(VENV)/bin/leoguard demo --out out/demo
+
+test: build test-rust test-python ## Install, build, and run every test
+
+test-rust:
+	cargo test --release --workspace --exclude leoguard-py
+
+test-python:
+	$(PY) -m pytest -q python/tests
+
+lint: setup ## cargo fmt --check, clippy -D warnings, ruff
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(VENV)/bin/ruff check python tools
+	$(VENV)/bin/ruff format --check python tools
+
+fmt: setup ## Format Rust and Python code
+	cargo fmt --all
+	$(VENV)/bin/ruff format python tools
+
+bench: build ## Benchmarks: print figures, assert nothing
+	cargo bench -p leoguard-orbit --bench routing
+	$(VENV)/bin/leoguard bench constellation --json
+
+clean: ## Remove build outputs (keeps .venv)
+	cargo clean
+	rm -rf out

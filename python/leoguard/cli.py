@@ -1,0 +1,229 @@
+"""The `leoguard` command line: a thin shell over functions that notebooks can call too."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from leoguard.errors import LeoguardError
+
+app = typer.Typer(help="leoguard: concealing packet loss in LEO satellite networks.", no_args_is_help=True)
+constellation_app = typer.Typer(help="Constellations: presets, parameters, TLE export.", no_args_is_help=True)
+places_app = typer.Typer(help="Ground places from the GeoNames gazetteer.", no_args_is_help=True)
+bench_app = typer.Typer(help="Benchmarks: print figures, assert nothing.", no_args_is_help=True)
+app.add_typer(constellation_app, name="constellation")
+app.add_typer(places_app, name="places")
+app.add_typer(bench_app, name="bench")
+console = Console()
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
+TleOpt = Annotated[Path | None, typer.Option("--tle", help="Use satellites from this 3-line TLE file instead.")]
+
+
+def _emit(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, default=str) + "\n")
+
+
+def _constellation(name: str, tle: Path | None, epoch: str | None = None, lat_cut: float | None = None):
+    from leoguard.orbit import Constellation
+
+    if tle is not None:
+        return Constellation.from_tle(tle, epoch=epoch)
+    return Constellation.preset(name, epoch=epoch, cross_plane_max_lat_deg=lat_cut)
+
+
+@constellation_app.command("list")
+def constellation_list(as_json: JsonOpt = False) -> None:
+    """List the constellation presets."""
+    from leoguard.orbit import PRESETS, Constellation
+
+    rows = [{"name": p, "satellites": len(Constellation.preset(p))} for p in PRESETS]
+    if as_json:
+        _emit(rows)
+        return
+    t = Table("preset", "satellites")
+    for r in rows:
+        t.add_row(r["name"], str(r["satellites"]))
+    console.print(t)
+
+
+@constellation_app.command("info")
+def constellation_info(
+    name: Annotated[str, typer.Argument(help="Preset name (see `leoguard constellation list`).")] = "starlink-shell1",
+    tle: TleOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Shells, satellites, ISLs and orbital periods of a constellation."""
+    info = _constellation(name, tle).info()
+    if as_json:
+        _emit(info)
+        return
+    console.print(
+        f"[bold]{info['name']}[/]: {info['satellites']} satellites, {info['isls']} ISLs, epoch {info['epoch']}"
+    )
+    t = Table("shell", "kind", "altitude km", "inclination deg", "planes x sats", "phasing", "period s", "ISLs")
+    for s in info["shells"]:
+        grid = f"{s.get('planes', '-')} x {s.get('sats_per_plane', '-')}" if "planes" in s else str(s["satellites"])
+        t.add_row(
+            s["name"], s["kind"], f"{s['altitude_km']:.1f}", f"{s['inclination_deg']:.2f}", grid,
+            s.get("phasing", "-"), f"{s['period_s']:.1f}", str(s["isls"]),
+        )  # fmt: skip
+    console.print(t)
+
+
+@constellation_app.command("export-tle")
+def constellation_export_tle(
+    name: Annotated[str, typer.Argument(help="Preset name.")], out: Annotated[Path, typer.Argument(help="Output file.")]
+) -> None:
+    """Write a preset's satellites as a 3-line TLE file (circular orbits), e.g. for other tools."""
+    p = _constellation(name, None).to_tle(out)
+    console.print(f"wrote {p}")
+
+
+@app.command("path")
+def path(
+    a: Annotated[str, typer.Argument(help='Source: a city name ("New York", "London, CA") or "lat,lon".')],
+    b: Annotated[str, typer.Argument(help="Destination, same forms.")],
+    duration: Annotated[float, typer.Option(help="Seconds to cover.")] = 200.0,
+    step: Annotated[float, typer.Option(help="Routing step, seconds.")] = 0.1,
+    constellation: Annotated[str, typer.Option("--constellation", "-c", help="Preset name.")] = "starlink-shell1",
+    tle: TleOpt = None,
+    policy: Annotated[str, typer.Option(help="global-schedule, nearest or best-path.")] = "global-schedule",
+    min_elevation: Annotated[float, typer.Option(help="Minimum elevation of ground links, degrees.")] = 25.0,
+    interruption: Annotated[
+        str, typer.Option(help="Handover interruption: none, fixed:SECONDS, uniform[:LO:HI], 3owd.")
+    ] = "uniform",
+    handover_period: Annotated[float | None, typer.Option(help="Global-schedule slot, seconds (default 15).")] = None,
+    handover_phase: Annotated[
+        float | None, typer.Option(help="First epoch, seconds after t=0 (default: UTC seconds 12/27/42/57).")
+    ] = None,
+    isl_max_lat: Annotated[float | None, typer.Option(help="Cut cross-plane ISLs above this |latitude|.")] = None,
+    epoch: Annotated[str | None, typer.Option(help="UTC time of t=0, ISO 8601 (default 2026-01-01T00:00:00Z).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed for interruption draws.")] = 1,
+    out: Annotated[Path, typer.Option(help="Directory for Parquet files and the PNG.")] = Path("out/path"),
+    plot: Annotated[bool, typer.Option(help="Write path.png (RTT with handovers + world map).")] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Path timeline between two places: RTT over time, handovers and outages; writes Parquet and a PNG."""
+    c = _constellation(constellation, tle, epoch, isl_max_lat)
+    tl = c.path_timeline(
+        a, b, duration=duration, step=step, policy=policy, min_elevation=min_elevation, interruption=interruption,
+        handover_period=handover_period, handover_phase=handover_phase, seed=seed,
+    )  # fmt: skip
+    files = tl.write_parquet(out)
+    if plot:
+        from leoguard.plot import plot_path
+
+        fig = plot_path(tl, c)
+        png = out / "path.png"
+        fig.savefig(png, dpi=110)
+        files["png"] = png
+    summ = tl.summary()
+    summ["files"] = {k: str(v) for k, v in files.items()}
+    if as_json:
+        _emit(summ)
+        return
+    r = summ["rtt_ms"]
+    console.print(
+        f"[bold]{summ['a']} -> {summ['b']}[/] over {summ['constellation']} ({summ['policy']}), {summ['steps']} steps"
+    )
+    t = Table("metric", "value")
+    t.add_row(
+        "great-circle distance",
+        f"{summ['great_circle_km']:.0f} km (RTT bound {2 * summ['great_circle_km'] / 299792.458 * 1e3:.1f} ms)",
+    )
+    t.add_row("RTT min / median / p99 / max", f"{r['min']} / {r['median']} / {r['p99']} / {r['max']} ms")
+    t.add_row("hops min / median / max", f"{summ['hops']['min']} / {summ['hops']['median']} / {summ['hops']['max']}")
+    t.add_row("handovers", f"{summ['handovers']} (interruptions {summ['interruption_s']:.3f} s in total)")
+    t.add_row("outages (no path)", f"{summ['outages']} totalling {summ['outage_s']:.1f} s")
+    console.print(t)
+    for k, v in files.items():
+        console.print(f"  {k}: {v}")
+
+
+@app.command("beams")
+def beams(
+    places: Annotated[list[str], typer.Argument(help="Places (city names or lat,lon).")],
+    t: Annotated[float, typer.Option(help="Seconds after the epoch.")] = 0.0,
+    resolution: Annotated[int, typer.Option(help="H3 resolution of the cell grid.")] = 5,
+    min_elevation: Annotated[float, typer.Option(help="Minimum elevation, degrees.")] = 25.0,
+    constellation: Annotated[str, typer.Option("--constellation", "-c")] = "starlink-shell1",
+    as_json: JsonOpt = False,
+) -> None:
+    """Each place's H3 cell, serving beam, cell-to-satellite distance and beam timeout 2d/c."""
+    df = _constellation(constellation, None).beams(places, t, resolution=resolution, min_elevation=min_elevation)
+    if as_json:
+        _emit(df.to_dicts())
+        return
+    console.print(df)
+
+
+@places_app.command("top")
+def places_top(n: Annotated[int, typer.Argument(help="How many.")] = 10, as_json: JsonOpt = False) -> None:
+    """The N most populous cities of the gazetteer."""
+    from leoguard.places import top_cities
+
+    rows = [p.__dict__ for p in top_cities(n)]
+    if as_json:
+        _emit(rows)
+        return
+    t = Table("#", "city", "country", "population", "lat", "lon")
+    for i, r in enumerate(rows, 1):
+        t.add_row(str(i), r["name"], r["country"], f"{r['population']:,}", f"{r['lat_deg']:.3f}", f"{r['lon_deg']:.3f}")
+    console.print(t)
+
+
+@places_app.command("find")
+def places_find(
+    name: Annotated[str, typer.Argument(help='City name, "City, CC" or "lat,lon".')], as_json: JsonOpt = False
+) -> None:
+    """Resolve a place the way every command does."""
+    from leoguard.places import place
+
+    p = place(name)
+    if as_json:
+        _emit(p.__dict__)
+        return
+    console.print(p)
+
+
+@bench_app.command("constellation")
+def bench_constellation(
+    cities: Annotated[int, typer.Option(help="Top-N cities as ground stations.")] = 100,
+    duration: Annotated[float, typer.Option(help="Simulated seconds.")] = 200.0,
+    step: Annotated[float, typer.Option(help="Snapshot step, seconds.")] = 0.1,
+    as_json: JsonOpt = False,
+) -> None:
+    """Routes between all ground-station pairs at every snapshot (Starlink shell 1, single-threaded)."""
+    from leoguard.bench import constellation_bench
+
+    r = constellation_bench(cities, duration, step)
+    if as_json:
+        _emit(r)
+        return
+    console.print(r)
+
+
+@app.command("demo")
+def demo(out: Annotated[Path, typer.Option(help="Output directory.")] = Path("out/demo")) -> None:
+    """The main demo: New York - London over Starlink shell 1 for 200 s (path timeline and plot)."""
+    path("New York", "London", out=out, as_json=False, duration=200.0, step=0.1)
+
+
+def main() -> None:
+    """Entry point: user errors print one clear line and exit with status 2."""
+    try:
+        app()
+    except LeoguardError as e:
+        Console(stderr=True).print(f"[red]error:[/] {e}")
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

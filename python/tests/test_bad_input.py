@@ -1,0 +1,99 @@
+"""Bad input gets a clear error naming the field and the value."""
+
+import pytest
+
+from leoguard import LeoguardError
+from leoguard.orbit import Constellation, parse_interruption
+
+GOOD_TLE = (
+    "ISS (ZARYA)\n"
+    "1 25544U 98067A   08264.51782528 -.00002182  00000-0 -11606-4 0  2927\n"
+    "2 25544  51.6416 247.4627 0006703 130.5360 325.0288 15.72125391563537\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "pattern"),
+    [
+        ({"altitude_km": 0}, r"altitude_km = 0"),
+        ({"altitude_km": -5}, r"altitude_km = -5"),
+        ({"inclination_deg": 181}, r"inclination_deg = 181"),
+        ({"inclination_deg": -1}, r"inclination_deg = -1"),
+        ({"planes": 0}, r"planes = 0"),
+        ({"sats_per_plane": 0}, r"sats_per_plane = 0"),
+        ({"phasing": 30}, r"phasing = 30"),
+    ],
+)
+def test_impossible_shells(kwargs, pattern):
+    args = {"altitude_km": 550, "inclination_deg": 53, "planes": 10, "sats_per_plane": 10} | kwargs
+    with pytest.raises(LeoguardError, match=pattern):
+        Constellation.walker(**args)
+
+
+def test_unknown_preset_lists_the_known_ones():
+    with pytest.raises(LeoguardError, match=r"unknown constellation preset 'starlonk'.*starlink-shell1"):
+        Constellation.preset("starlonk")
+
+
+def test_tle_validation(tmp_path):
+    f = tmp_path / "ok.tle"
+    f.write_text(GOOD_TLE)
+    assert len(Constellation.from_tle(f)) == 1
+    cases = {
+        "checksum": (GOOD_TLE.replace("0  2927", "0  2925"), r"line 2: bad checksum"),
+        "length": (GOOD_TLE.replace("563537", "56353"), r"line 3: line 2 must be 69 characters long, found 68"),
+        "count": (GOOD_TLE + "EXTRA\n", r"3 lines per satellite"),
+        "number": (GOOD_TLE.replace("\n2 25544", "\n3 25544"), r"expected line number 2"),
+        "empty": ("\n\n", r"no TLE"),
+    }
+    for name, (text, pattern) in cases.items():
+        p = tmp_path / f"{name}.tle"
+        p.write_text(text)
+        with pytest.raises(LeoguardError, match=pattern):
+            Constellation.from_tle(p)
+    with pytest.raises(LeoguardError, match="cannot read TLE file"):
+        Constellation.from_tle(tmp_path / "missing.tle")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "pattern"),
+    [
+        ({"min_elevation": 91}, r"min_elevation_deg = 91"),
+        ({"min_elevation": -1}, r"min_elevation_deg = -1"),
+        ({"step": 0}, r"step_s = 0"),
+        ({"step": -0.1}, r"step_s = -0.1"),
+        ({"duration": 0}, r"duration_s = 0"),
+        ({"policy": "teleport"}, r"unknown policy 'teleport'"),
+        ({"interruption": "sometimes"}, r"invalid interruption = 'sometimes'"),
+        ({"interruption": "uniform:0.2:0.1"}, r"interruption_range_s"),
+        ({"handover_period": 0.0}, r"handover_period_s = 0"),
+        ({"slot_criterion": "random"}, r"unknown slot criterion 'random'"),
+    ],
+)
+def test_timeline_options(starlink, kwargs, pattern):
+    with pytest.raises(LeoguardError, match=pattern):
+        starlink.path_timeline("New York", "London", **({"duration": 1.0, "step": 0.5} | kwargs))
+
+
+def test_unknown_city_in_a_timeline(starlink):
+    with pytest.raises(LeoguardError, match="unknown city 'Qwxzville'"):
+        starlink.path_timeline("Qwxzville", "London", duration=1)
+
+
+def test_interruption_specs():
+    assert parse_interruption("fixed:50ms") == ("fixed", 0.05, 0.0)
+    assert parse_interruption("uniform") == ("uniform", 0.03, 0.2)
+    assert parse_interruption("3owd")[0] == "3owd"
+    with pytest.raises(LeoguardError, match="invalid interruption duration 'abc'"):
+        parse_interruption("fixed:abc")
+
+
+def test_other_fields(starlink):
+    with pytest.raises(LeoguardError, match="cell_resolution = 16"):
+        starlink.beams(["London"], resolution=16)
+    with pytest.raises(LeoguardError, match="cross_plane_max_lat_deg = 100"):
+        Constellation.preset("starlink-shell1", cross_plane_max_lat_deg=100)
+    with pytest.raises(LeoguardError, match="invalid epoch"):
+        Constellation.preset("starlink-shell1", epoch="yesterday")
+    with pytest.raises(LeoguardError, match="best-path"):
+        starlink.connectivity_cache(["London"], policy="best-path")
