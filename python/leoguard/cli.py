@@ -211,9 +211,11 @@ def bench_constellation(
 
 
 @app.command("demo")
-def demo(out: Annotated[Path, typer.Option(help="Output directory.")] = Path("out/demo")) -> None:
+def demo(
+    out: Annotated[Path, typer.Option(help="Output directory.")] = Path("out/demo"), as_json: JsonOpt = False
+) -> None:
     """The main demo: New York - London over Starlink shell 1 for 200 s (path timeline and plot)."""
-    path("New York", "London", out=out, as_json=False, duration=200.0, step=0.1)
+    path("New York", "London", out=out, as_json=as_json, duration=200.0, step=0.1)
 
 
 def main() -> None:

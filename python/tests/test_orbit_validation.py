@@ -219,3 +219,36 @@ def test_cross_plane_latitude_cut_and_multi_shell():
     # end) is the policy that always finds a shell both ends share.
     tl = gen1.path_timeline("New York", "London", duration=5, step=1, policy="best-path")
     assert tl.summary()["reachable_fraction"] == 1.0
+
+
+def _elevation_deg(place, pos_row) -> float:
+    lat, lon = math.radians(place.lat_deg), math.radians(place.lon_deg)
+    g = np.array([R * math.cos(lat) * math.cos(lon), R * math.cos(lat) * math.sin(lon), R * math.sin(lat)])
+    s = np.array([pos_row["x_m"], pos_row["y_m"], pos_row["z_m"]]) / 1e3
+    d = s - g
+    return math.degrees(math.asin(float(d @ g) / (np.linalg.norm(d) * np.linalg.norm(g))))
+
+
+def test_a_satellite_setting_mid_slot_is_replaced_at_once_and_reported(starlink):
+    # Slots of 10 minutes: a pass lasts ~3-4 minutes above 25 degrees, so satellites must set mid-slot.
+    tl = starlink.path_timeline("New York", "London", duration=600, step=0.5, handover_period=600.0, handover_phase=0.0)
+    lost = tl.handovers.filter(pl.col("reason") == "lost-visibility")
+    assert lost.height >= 2
+    assert tl.handovers.filter(pl.col("reason") == "epoch").height == 0  # no epoch inside the run but t=0
+    for h in lost.iter_rows(named=True):
+        where = tl.a if h["node"] == tl.a.name else tl.b
+        now = starlink.positions(h["t_s"]).filter(pl.col("sat") == h["from_sat"]).row(0, named=True)
+        before = starlink.positions(h["t_s"] - 0.5).filter(pl.col("sat") == h["from_sat"]).row(0, named=True)
+        assert _elevation_deg(where, now) < 25.0 <= _elevation_deg(where, before)
+        new = starlink.positions(h["t_s"]).filter(pl.col("sat") == h["to_sat"]).row(0, named=True)
+        assert _elevation_deg(where, new) >= 25.0
+    assert tl.summary()["reachable_fraction"] == 1.0
+
+
+def test_three_owd_interruptions_follow_the_ground_link_delays(starlink):
+    tl = starlink.path_timeline("New York", "London", duration=100, step=0.1, interruption="3owd")
+    lo, hi = 3 * 2 * 550 / C_KM_S * 1e3, 3 * 2 * max_gsl_km(550, 25) / C_KM_S * 1e3  # 11.0 to 22.5 ms
+    ms = tl.handovers["interruption_ms"]
+    assert ms.len() > 0 and ms.min() >= lo - 1e-9 and ms.max() <= hi + 1e-9
+    fixed = starlink.path_timeline("New York", "London", duration=100, step=0.1, interruption="fixed:0.05")
+    assert (fixed.handovers["interruption_ms"] == 50.0).all()
