@@ -1,0 +1,106 @@
+//! Congestion control behind one narrow trait (STYLE.md rule 5), one file per algorithm, names mapped
+//! to configurations in one registry ([`build`]). Every hook takes `now`.
+//!
+//! The TCP sender owns loss detection, RTT estimation and delivery-rate sampling; a controller only
+//! turns those signals into a congestion window and, where it wants one, a pacing rate.
+
+use leoguard_core::{Bps, Duration, Instant};
+use std::fmt::Debug;
+
+pub mod bbr;
+pub mod cubic;
+pub mod newreno;
+
+/// What the sender knows when new data is acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AckEvent {
+    /// Bytes newly acknowledged (cumulatively or by SACK) by this ACK.
+    pub bytes_acked: u64,
+    /// Bytes in flight before this ACK was processed.
+    pub prior_in_flight: u64,
+    /// Bytes in flight after it.
+    pub in_flight: u64,
+    /// The latest RTT sample, if this ACK gave one (Karn's rule: none for retransmitted data).
+    pub rtt: Option<Duration>,
+    /// Smoothed RTT (RFC 6298).
+    pub srtt: Duration,
+    /// Minimum RTT seen on the connection.
+    pub min_rtt: Duration,
+    /// Delivery-rate sample (draft-cheng-iccrg-delivery-rate-estimation), if any.
+    pub rate: Option<RateSample>,
+    /// True while the sender is in fast recovery (ACKs during recovery must not grow cwnd for
+    /// NewReno/CUBIC).
+    pub in_recovery: bool,
+}
+
+/// One delivery-rate sample.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RateSample {
+    /// Bytes delivered over `interval`.
+    pub delivered: u64,
+    /// The sampling interval (max of send and ACK intervals).
+    pub interval: Duration,
+    /// Total bytes delivered on the connection when the sample's packet was sent (BBR's round counting).
+    pub prior_delivered: u64,
+    /// Total bytes delivered on the connection now.
+    pub total_delivered: u64,
+    /// Whether the sender was application-limited when the packet was sent.
+    pub is_app_limited: bool,
+}
+
+impl RateSample {
+    /// delivered / interval, or `None` for an empty interval.
+    pub fn rate(&self) -> Option<Bps> {
+        let ns = self.interval.as_nanos();
+        (ns > 0)
+            .then(|| Bps((u128::from(self.delivered) * 8 * 1_000_000_000 / u128::from(ns)) as u64))
+    }
+}
+
+/// A congestion controller. `mss` is the sender's maximum segment size in bytes.
+pub trait CongestionControl: Debug + Send {
+    /// Registry name ("newreno", "cubic", "bbr").
+    fn name(&self) -> &'static str;
+    /// A segment of `bytes` left the sender at `now` with `in_flight` bytes outstanding after it.
+    fn on_sent(&mut self, now: Instant, bytes: u64, in_flight: u64);
+    /// New data was acknowledged.
+    fn on_ack(&mut self, now: Instant, ack: &AckEvent);
+    /// Loss was detected (fast retransmit / SACK loss marking) and the sender enters recovery; called
+    /// once per recovery episode. `in_flight` is the bytes in flight at detection.
+    fn on_congestion_event(&mut self, now: Instant, in_flight: u64);
+    /// The sender left fast recovery (all data outstanding at its start is acknowledged).
+    fn on_recovery_end(&mut self, now: Instant);
+    /// The retransmission timer fired (RFC 5681: cwnd to one segment, ssthresh from flight size).
+    fn on_rto(&mut self, now: Instant, in_flight: u64);
+    /// Congestion window, bytes.
+    fn cwnd(&self) -> u64;
+    /// Slow-start threshold, bytes (`u64::MAX` when unset).
+    fn ssthresh(&self) -> u64;
+    /// Pacing rate, if the algorithm paces (BBR always; others may return `None`).
+    fn pacing_rate(&self) -> Option<Bps>;
+    /// A short state label for telemetry (e.g. "slow_start", "probe_bw").
+    fn state(&self) -> &'static str;
+}
+
+/// Names accepted by [`build`].
+pub const ALGORITHMS: &[&str] = &["newreno", "cubic", "bbr"];
+
+/// Unknown algorithm name.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unknown congestion control '{0}' (known: newreno, cubic, bbr)")]
+pub struct UnknownAlgorithm(pub String);
+
+/// The registry: builds a controller by name for a sender with maximum segment size `mss` and an
+/// initial window of `init_cwnd_segments` (Linux: 10).
+pub fn build(
+    name: &str,
+    mss: u64,
+    init_cwnd_segments: u64,
+) -> Result<Box<dyn CongestionControl>, UnknownAlgorithm> {
+    match name {
+        "newreno" | "reno" => Ok(Box::new(newreno::NewReno::new(mss, init_cwnd_segments))),
+        "cubic" => Ok(Box::new(cubic::Cubic::new(mss, init_cwnd_segments))),
+        "bbr" => Ok(Box::new(bbr::Bbr::new(mss, init_cwnd_segments))),
+        other => Err(UnknownAlgorithm(other.to_string())),
+    }
+}

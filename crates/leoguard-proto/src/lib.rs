@@ -1,0 +1,5 @@
+//! leoguard-proto: sans-IO protocol state machines (ARCHITECTURE.md). Time and packets in, actions
+//! out: nothing here reads a clock, opens a socket or draws from a global random generator.
+
+pub mod cc;
+pub mod tcp;
