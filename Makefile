@@ -52,6 +52,7 @@ fmt: setup ## Format Rust and Python code
 
 bench: build ## Benchmarks: print figures, assert nothing
 	cargo bench -p leoguard-orbit --bench routing
+	cargo bench -p leoguard-sim --bench chain
 	$(VENV)/bin/leoguard bench constellation --json
 
 clean: ## Remove build outputs (keeps .venv)

@@ -1,0 +1,679 @@
+//! The discrete-event core: an event queue ordered by (time, insertion sequence), a packet pool that
+//! recycles slots (no per-packet heap allocation once warm), and links with a rate, a propagation
+//! delay, a drop-tail queue, up/down state and an optional loss model.
+//!
+//! Semantics (issue 3): a packet is serialised at the link rate after the packets ahead of it, then
+//! propagates for the delay the link had when the packet started to propagate; a delay change does
+//! not touch packets already in flight. A link that goes down loses every packet on the wire and in
+//! its queue (a handover interruption).
+
+use crate::loss::LossModel;
+use leoguard_core::{Bps, Bytes, Duration, Instant, RngStream};
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Index of a packet slot in the pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PacketId(pub u32);
+
+/// Index of a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LinkId(pub u32);
+
+/// Index of a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub u32);
+
+/// A packet as the simulator sees it: a plain struct, reused through the pool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Packet {
+    /// Flow the packet belongs to.
+    pub flow: u32,
+    /// Sequence number within the flow (bytes or packets, as the transport defines).
+    pub seq: u64,
+    /// Size on the wire, bytes.
+    pub size: u32,
+    /// Destination node.
+    pub dst: u32,
+    /// When the sender emitted it.
+    pub sent_at: Instant,
+    /// Links crossed so far.
+    pub hops: u16,
+    /// Transport-defined flags (ACK, retransmission, ...).
+    pub flags: u16,
+    /// Transport-defined second number (e.g. a cumulative ACK).
+    pub ack: u64,
+    /// SACK blocks carried by an ACK, [start, end).
+    pub sack: [(u64, u64); 3],
+    /// Valid entries of `sack`.
+    pub n_sack: u8,
+}
+
+/// A pool of packet slots with a free list.
+#[derive(Debug, Default)]
+pub struct PacketPool {
+    slots: Vec<Packet>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+impl PacketPool {
+    /// Stores a packet and returns its id (reuses a freed slot when there is one).
+    pub fn alloc(&mut self, p: Packet) -> PacketId {
+        self.live += 1;
+        if let Some(i) = self.free.pop() {
+            self.slots[i as usize] = p;
+            PacketId(i)
+        } else {
+            self.slots.push(p);
+            PacketId((self.slots.len() - 1) as u32)
+        }
+    }
+
+    /// Returns a slot to the pool.
+    pub fn release(&mut self, id: PacketId) {
+        self.live -= 1;
+        self.free.push(id.0);
+    }
+
+    /// The packet in slot `id`.
+    pub fn get(&self, id: PacketId) -> &Packet {
+        &self.slots[id.0 as usize]
+    }
+
+    /// Mutable access to the packet in slot `id`.
+    pub fn get_mut(&mut self, id: PacketId) -> &mut Packet {
+        &mut self.slots[id.0 as usize]
+    }
+
+    /// Packets currently alive (allocated and not released).
+    pub fn live(&self) -> usize {
+        self.live
+    }
+
+    /// Slots ever allocated (the pool's high-water mark).
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+}
+
+/// What can happen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A link finished serialising its head packet.
+    TxDone(LinkId),
+    /// A packet reaches the far end of a link; `epoch` is the link's up-epoch when it left.
+    Arrive {
+        /// The link.
+        link: LinkId,
+        /// The packet.
+        pkt: PacketId,
+        /// Link epoch at departure (a link that went down since has lost the packet).
+        epoch: u32,
+    },
+    /// A timer of a node's agent fired.
+    Timer {
+        /// The node.
+        node: NodeId,
+        /// Agent-defined token.
+        token: u64,
+    },
+    /// A link goes up or down.
+    LinkState {
+        /// The link.
+        link: LinkId,
+        /// New state.
+        up: bool,
+    },
+    /// A link's propagation delay changes (orbit update).
+    LinkDelay {
+        /// The link.
+        link: LinkId,
+        /// New one-way delay.
+        delay: Duration,
+    },
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct Scheduled {
+    at: Instant,
+    seq: u64,
+    ev: Event,
+}
+
+impl Ord for Scheduled {
+    fn cmp(&self, o: &Self) -> Ordering {
+        // BinaryHeap is a max-heap: reverse so the earliest (time, sequence) comes out first.
+        (o.at, o.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+/// Events ordered by (time, insertion sequence): ties resolve in the order they were scheduled.
+#[derive(Debug, Default)]
+pub struct EventQueue {
+    heap: BinaryHeap<Scheduled>,
+    seq: u64,
+}
+
+impl EventQueue {
+    /// Schedules `ev` at `at`.
+    pub fn push(&mut self, at: Instant, ev: Event) {
+        self.heap.push(Scheduled {
+            at,
+            seq: self.seq,
+            ev,
+        });
+        self.seq += 1;
+    }
+
+    /// The earliest event.
+    pub fn pop(&mut self) -> Option<(Instant, Event)> {
+        self.heap.pop().map(|s| (s.at, s.ev))
+    }
+
+    /// Time of the earliest event.
+    pub fn peek_time(&self) -> Option<Instant> {
+        self.heap.peek().map(|s| s.at)
+    }
+
+    /// Pending events.
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    /// Whether nothing is pending.
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}
+
+/// A queue limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueLimit {
+    /// At most this many bytes queued (excluding the packet being serialised).
+    Bytes(u64),
+    /// At most this many packets queued.
+    Packets(u32),
+}
+
+/// Counters of one link.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// Packets offered to the link.
+    pub offered: u64,
+    /// Packets that reached the far end.
+    pub delivered: u64,
+    /// Bytes that reached the far end.
+    pub delivered_bytes: u64,
+    /// Dropped because the queue was full.
+    pub drops_queue: u64,
+    /// Dropped by the loss model.
+    pub drops_loss: u64,
+    /// Lost because the link was or went down.
+    pub drops_down: u64,
+    /// Time spent serialising, ns (utilisation = busy / elapsed).
+    pub busy_ns: u64,
+    /// Largest queue seen, bytes.
+    pub max_queue_bytes: u64,
+}
+
+/// A one-way link.
+#[derive(Debug)]
+pub struct Link {
+    /// Sending end.
+    pub from: NodeId,
+    /// Receiving end.
+    pub to: NodeId,
+    /// Capacity.
+    pub rate: Bps,
+    /// Current one-way propagation delay.
+    pub delay: Duration,
+    /// Queue limit.
+    pub limit: QueueLimit,
+    /// Whether the link is up.
+    pub up: bool,
+    /// Counters.
+    pub stats: LinkStats,
+    queue: VecDeque<PacketId>,
+    queued_bytes: u64,
+    /// Packet being serialised.
+    tx: Option<PacketId>,
+    epoch: u32,
+    loss: Option<Box<dyn LossModel>>,
+    rng: RngStream,
+}
+
+impl Link {
+    /// A link; `rng` is its own stream (used by its loss model).
+    pub fn new(
+        from: NodeId,
+        to: NodeId,
+        rate: Bps,
+        delay: Duration,
+        limit: QueueLimit,
+        rng: RngStream,
+    ) -> Self {
+        Link {
+            from,
+            to,
+            rate,
+            delay,
+            limit,
+            up: true,
+            stats: LinkStats::default(),
+            queue: VecDeque::new(),
+            queued_bytes: 0,
+            tx: None,
+            epoch: 0,
+            loss: None,
+            rng,
+        }
+    }
+
+    /// Attaches a loss model applied to every packet offered to the link.
+    pub fn with_loss(mut self, loss: Box<dyn LossModel>) -> Self {
+        self.loss = Some(loss);
+        self
+    }
+
+    /// Sets (or replaces) the loss model of a link already in a network.
+    pub fn set_loss(&mut self, loss: Box<dyn LossModel>) {
+        self.loss = Some(loss);
+    }
+
+    /// Bytes waiting (excluding the packet on the transmitter).
+    pub fn queued_bytes(&self) -> u64 {
+        self.queued_bytes
+    }
+}
+
+/// Why a packet was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropReason {
+    /// Queue full.
+    Queue,
+    /// Loss model.
+    Loss,
+    /// Link down.
+    Down,
+}
+
+/// What a link operation produced for the caller (the simulator routes it on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkOutput {
+    /// The packet was dropped; it is handed back to the caller, who records and releases it.
+    Dropped(PacketId, DropReason),
+    /// Nothing to report yet (queued or on the wire).
+    Pending,
+}
+
+/// The network of links with its event queue and packet pool.
+#[derive(Debug, Default)]
+pub struct Network {
+    /// Current time.
+    pub now: Instant,
+    /// Pending events.
+    pub events: EventQueue,
+    /// Packet storage.
+    pub pool: PacketPool,
+    /// All links.
+    pub links: Vec<Link>,
+}
+
+impl Network {
+    /// Adds a link and returns its id.
+    pub fn add_link(&mut self, l: Link) -> LinkId {
+        self.links.push(l);
+        LinkId((self.links.len() - 1) as u32)
+    }
+
+    /// Offers packet `pkt` to link `id` at the current time.
+    pub fn send(&mut self, id: LinkId, pkt: PacketId) -> LinkOutput {
+        let now = self.now;
+        let size = u64::from(self.pool.get(pkt).size);
+        let l = &mut self.links[id.0 as usize];
+        l.stats.offered += 1;
+        if !l.up {
+            l.stats.drops_down += 1;
+            return LinkOutput::Dropped(pkt, DropReason::Down);
+        }
+        if let Some(m) = l.loss.as_mut() {
+            if m.drop_packet(now, &mut l.rng) {
+                l.stats.drops_loss += 1;
+                return LinkOutput::Dropped(pkt, DropReason::Loss);
+            }
+        }
+        if l.tx.is_none() {
+            l.tx = Some(pkt);
+            let tx = l
+                .rate
+                .transmission_time(Bytes(size))
+                .unwrap_or(Duration::ZERO);
+            l.stats.busy_ns += tx.as_nanos();
+            self.events.push(now + tx, Event::TxDone(id));
+            return LinkOutput::Pending;
+        }
+        let fits = match l.limit {
+            QueueLimit::Bytes(b) => l.queued_bytes + size <= b,
+            QueueLimit::Packets(n) => l.queue.len() < n as usize,
+        };
+        if !fits {
+            l.stats.drops_queue += 1;
+            return LinkOutput::Dropped(pkt, DropReason::Queue);
+        }
+        l.queue.push_back(pkt);
+        l.queued_bytes += size;
+        l.stats.max_queue_bytes = l.stats.max_queue_bytes.max(l.queued_bytes);
+        LinkOutput::Pending
+    }
+
+    /// Handles a `TxDone`: the head packet starts propagating, the next one starts serialising.
+    pub fn tx_done(&mut self, id: LinkId) {
+        let now = self.now;
+        let l = &mut self.links[id.0 as usize];
+        let Some(pkt) = l.tx.take() else { return };
+        let (delay, epoch) = (l.delay, l.epoch);
+        self.events.push(
+            now + delay,
+            Event::Arrive {
+                link: id,
+                pkt,
+                epoch,
+            },
+        );
+        if let Some(next) = l.queue.pop_front() {
+            let size = u64::from(self.pool.get(next).size);
+            l.queued_bytes -= size;
+            l.tx = Some(next);
+            let tx = l
+                .rate
+                .transmission_time(Bytes(size))
+                .unwrap_or(Duration::ZERO);
+            l.stats.busy_ns += tx.as_nanos();
+            self.events.push(now + tx, Event::TxDone(id));
+        }
+    }
+
+    /// Handles an `Arrive`: `Ok(packet)` if it survived, `Err(packet)` if the link went down while it
+    /// was on the wire (the caller records and releases it).
+    pub fn arrive(&mut self, id: LinkId, pkt: PacketId, epoch: u32) -> Result<PacketId, PacketId> {
+        let l = &mut self.links[id.0 as usize];
+        if epoch != l.epoch {
+            l.stats.drops_down += 1;
+            return Err(pkt);
+        }
+        l.stats.delivered += 1;
+        l.stats.delivered_bytes += u64::from(self.pool.get(pkt).size);
+        self.pool.get_mut(pkt).hops += 1;
+        Ok(pkt)
+    }
+
+    /// Sets a link up or down. Going down loses the queue and the packet being serialised (appended
+    /// to `lost` for the caller to record and release); packets on the wire are lost when they would
+    /// arrive (see [`Network::arrive`]).
+    pub fn set_link_state(&mut self, id: LinkId, up: bool, lost: &mut Vec<PacketId>) {
+        let l = &mut self.links[id.0 as usize];
+        if l.up == up {
+            return;
+        }
+        l.up = up;
+        if !up {
+            l.epoch = l.epoch.wrapping_add(1); // in-flight arrivals of the old epoch are lost
+            let before = lost.len();
+            lost.extend(l.tx.take());
+            lost.extend(l.queue.drain(..));
+            l.queued_bytes = 0;
+            l.stats.drops_down += (lost.len() - before) as u64;
+        }
+    }
+
+    /// Changes a link's propagation delay for packets that start propagating from now on.
+    pub fn set_link_delay(&mut self, id: LinkId, delay: Duration) {
+        self.links[id.0 as usize].delay = delay;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leoguard_core::stream;
+
+    fn net_with_link(rate: Bps, delay: Duration, limit: QueueLimit) -> (Network, LinkId) {
+        let mut n = Network::default();
+        let id = n.add_link(Link::new(
+            NodeId(0),
+            NodeId(1),
+            rate,
+            delay,
+            limit,
+            stream(1, "l"),
+        ));
+        (n, id)
+    }
+
+    /// Runs until idle; returns (arrival time, seq) of delivered packets.
+    fn drain(n: &mut Network) -> Vec<(Instant, u64)> {
+        let mut out = Vec::new();
+        while let Some((t, ev)) = n.events.pop() {
+            n.now = t;
+            match ev {
+                Event::TxDone(l) => n.tx_done(l),
+                Event::Arrive { link, pkt, epoch } => match n.arrive(link, pkt, epoch) {
+                    Ok(p) => {
+                        out.push((t, n.pool.get(p).seq));
+                        n.pool.release(p);
+                    }
+                    Err(p) => n.pool.release(p),
+                },
+                _ => {}
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn queueing_delay_is_bytes_queued_over_capacity() {
+        // 10 packets of 1250 B at 10 Mbit/s: 1 ms each; 5 ms propagation.
+        let (mut n, l) = net_with_link(
+            Bps::mbps(10),
+            Duration::from_millis(5),
+            QueueLimit::Packets(100),
+        );
+        for s in 0..10 {
+            let p = n.pool.alloc(Packet {
+                seq: s,
+                size: 1250,
+                ..Default::default()
+            });
+            assert_eq!(n.send(l, p), LinkOutput::Pending);
+        }
+        let got = drain(&mut n);
+        for (k, (t, s)) in got.iter().enumerate() {
+            assert_eq!(*s, k as u64, "FIFO order");
+            // Packet k waits for k packets (k * 1250 B / capacity) plus its own serialisation.
+            assert_eq!(t.as_nanos(), (k as u64 + 1) * 1_000_000 + 5_000_000);
+        }
+        assert_eq!(n.links[0].stats.delivered, 10);
+        assert_eq!(n.links[0].stats.busy_ns, 10_000_000);
+        assert_eq!(n.pool.live(), 0);
+    }
+
+    #[test]
+    fn drop_tail_limits_in_bytes_and_packets() {
+        let (mut n, l) = net_with_link(Bps::mbps(1), Duration::ZERO, QueueLimit::Bytes(3000));
+        let mut r = Vec::new();
+        for s in 0..6 {
+            let p = n.pool.alloc(Packet {
+                seq: s,
+                size: 1000,
+                ..Default::default()
+            });
+            r.push(n.send(l, p));
+        }
+        // One on the transmitter, three queued (3000 B), the rest dropped.
+        assert_eq!(
+            r.iter()
+                .filter(|x| matches!(x, LinkOutput::Dropped(_, DropReason::Queue)))
+                .count(),
+            2
+        );
+        assert_eq!(n.links[0].stats.max_queue_bytes, 3000);
+        let (mut n2, l2) = net_with_link(Bps::mbps(1), Duration::ZERO, QueueLimit::Packets(2));
+        let mut drops = 0;
+        for s in 0..6 {
+            let p = n2.pool.alloc(Packet {
+                seq: s,
+                size: 100,
+                ..Default::default()
+            });
+            drops += usize::from(matches!(n2.send(l2, p), LinkOutput::Dropped(..)));
+        }
+        assert_eq!(drops, 3);
+    }
+
+    #[test]
+    fn link_down_loses_what_is_on_the_wire_and_queued_but_not_later_traffic() {
+        let (mut n, l) = net_with_link(
+            Bps::mbps(10),
+            Duration::from_millis(20),
+            QueueLimit::Packets(100),
+        );
+        for s in 0..5 {
+            let p = n.pool.alloc(Packet {
+                seq: s,
+                size: 1250,
+                ..Default::default()
+            });
+            n.send(l, p);
+        }
+        // Run until two packets are on the wire (t = 2 ms), then cut the link.
+        while n
+            .events
+            .peek_time()
+            .is_some_and(|t| t <= Instant(2_000_000))
+        {
+            let (t, ev) = n.events.pop().unwrap();
+            n.now = t;
+            if let Event::TxDone(x) = ev {
+                n.tx_done(x);
+            }
+        }
+        let mut lost = Vec::new();
+        n.set_link_state(l, false, &mut lost);
+        assert_eq!(lost.len(), 3, "one on the transmitter, two queued");
+        for p in lost.drain(..) {
+            n.pool.release(p);
+        }
+        let p = n.pool.alloc(Packet {
+            seq: 99,
+            size: 1250,
+            ..Default::default()
+        });
+        assert_eq!(n.send(l, p), LinkOutput::Dropped(p, DropReason::Down));
+        n.pool.release(p);
+        n.set_link_state(l, true, &mut lost);
+        let p = n.pool.alloc(Packet {
+            seq: 100,
+            size: 1250,
+            ..Default::default()
+        });
+        n.send(l, p);
+        let got = drain(&mut n);
+        assert_eq!(got.iter().map(|x| x.1).collect::<Vec<_>>(), vec![100]);
+        assert_eq!(n.links[0].stats.drops_down, 6);
+        assert_eq!(n.pool.live(), 0, "every lost packet is released");
+    }
+
+    #[test]
+    fn delay_changes_apply_to_packets_not_yet_propagating() {
+        let (mut n, l) = net_with_link(
+            Bps::gbps(1),
+            Duration::from_millis(10),
+            QueueLimit::Packets(10),
+        );
+        let a = n.pool.alloc(Packet {
+            seq: 1,
+            size: 125,
+            ..Default::default()
+        }); // 1 us serialisation
+        n.send(l, a);
+        let (t, ev) = n.events.pop().unwrap();
+        n.now = t;
+        if let Event::TxDone(x) = ev {
+            n.tx_done(x);
+        }
+        n.set_link_delay(l, Duration::from_millis(30));
+        let b = n.pool.alloc(Packet {
+            seq: 2,
+            size: 125,
+            ..Default::default()
+        });
+        n.send(l, b);
+        let got = drain(&mut n);
+        assert_eq!(got[0], (Instant(1_000 + 10_000_000), 1)); // kept the delay it was sent with
+        assert_eq!(got[1], (Instant(1_000 + 1_000 + 30_000_000), 2));
+    }
+
+    #[test]
+    fn equal_times_pop_in_insertion_order() {
+        let mut q = EventQueue::default();
+        for k in 0..100u64 {
+            q.push(
+                Instant(5),
+                Event::Timer {
+                    node: NodeId(0),
+                    token: k,
+                },
+            );
+        }
+        q.push(
+            Instant(1),
+            Event::Timer {
+                node: NodeId(0),
+                token: 1000,
+            },
+        );
+        assert_eq!(
+            q.pop().unwrap().1,
+            Event::Timer {
+                node: NodeId(0),
+                token: 1000
+            }
+        );
+        for k in 0..100u64 {
+            assert_eq!(
+                q.pop().unwrap().1,
+                Event::Timer {
+                    node: NodeId(0),
+                    token: k
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn pool_reuses_slots() {
+        let mut p = PacketPool::default();
+        for round in 0..1000u64 {
+            let ids: Vec<PacketId> = (0..8)
+                .map(|s| {
+                    p.alloc(Packet {
+                        seq: round * 8 + s,
+                        ..Default::default()
+                    })
+                })
+                .collect();
+            for id in ids {
+                p.release(id);
+            }
+        }
+        assert_eq!(p.capacity(), 8);
+        assert_eq!(p.live(), 0);
+    }
+}

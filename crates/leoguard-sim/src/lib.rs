@@ -1,0 +1,6 @@
+//! leoguard-sim: the discrete-event packet-level simulator (work in progress, issue 3).
+
+pub mod engine;
+pub mod loss;
+pub mod sim;
+pub mod tcp_agent;
