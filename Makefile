@@ -54,6 +54,7 @@ bench: build ## Benchmarks: print figures, assert nothing
 	cargo bench -p leoguard-orbit --bench routing
 	cargo bench -p leoguard-sim --bench chain
 	$(VENV)/bin/leoguard bench constellation --json
+	$(VENV)/bin/leoguard bench sim --json
 
 clean: ## Remove build outputs (keeps .venv)
 	cargo clean

@@ -30,3 +30,30 @@ def constellation_bench(
         "mean_hops": round(stats["mean_hops"], 3),
         "constellation": preset,
     }
+
+
+def sim_bench() -> dict[str, Any]:
+    """Issue 3's scenario (a), shipped as scenarios/bench-chain.toml (built here so it runs anywhere)."""
+    from leoguard.scenario import from_dict
+    from leoguard.simulate import simulate
+
+    sc = from_dict(
+        {
+            "name": "bench-chain", "duration_s": 5.0, "seed": 1,
+            "topology": {"kind": "chain", "hops": 9, "rate_mbps": 100, "delay_ms": 2, "queue_bytes": 2_000_000},
+            "flows": [{"kind": "tcp", "src": 0, "dst": 9, "cc": "cubic"}],
+        }
+    )  # fmt: skip
+    r = simulate(sc)
+    return {
+        "scenarios": [
+            {
+                "name": "bench-chain",
+                "packet_hops": r.packet_hops,
+                "wall_s": round(r.wall_s, 4),
+                "sim_s": 5.0,
+                "packet_hops_per_s": round(r.packet_hops / r.wall_s),
+                "slowdown": round(r.wall_s / 5.0, 5),
+            }
+        ]
+    }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -210,6 +211,67 @@ def bench_constellation(
     console.print(r)
 
 
+@app.command("run")
+def run_scenario(
+    scenario: Annotated[Path, typer.Argument(help="Scenario TOML file (see scenarios/).")],
+    out: Annotated[Path | None, typer.Option(help="Directory for Parquet results (default out/<name>).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
+    duration: Annotated[float | None, typer.Option(help="Override duration_s.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a scenario on the packet simulator; writes Parquet results and prints a per-flow summary."""
+    from leoguard.scenario import load_scenario
+    from leoguard.simulate import simulate
+
+    sc = load_scenario(scenario, seed=seed, duration_s=duration)
+    status = console.status(f"simulating {sc.name} ({sc.duration_s} s)...") if not as_json else nullcontext()
+    with status:
+        res = simulate(sc, base_dir=scenario.parent)
+    files = res.write(out or Path("out") / sc.name)
+    summ = res.summary()
+    summ["files"] = {k: str(v) for k, v in files.items()}
+    if as_json:
+        _emit(summ)
+        return
+    console.print(
+        f"[bold]{sc.name}[/]: {sc.duration_s} s simulated in {res.wall_s:.2f} s, "
+        f"{res.packet_hops:,} packet-hops, seed {sc.seed}"
+    )
+    t = Table(
+        "flow",
+        "kind",
+        "cc",
+        "goodput Mbit/s",
+        "retx",
+        "RTOs",
+        "endpoint loss",
+        "network loss",
+        "OWD p50/p99 ms",
+        "FCT s",
+    )
+    for f in summ["flows"]:
+        fct = f"{f['fct_s']:.3f}" if f["fct_s"] is not None else "-"
+        t.add_row(
+            str(f["flow"]), f["kind"], f["cc"] or "-", f"{f['goodput_bps'] / 1e6:.2f}", str(f["retransmissions"]),
+            str(f["rtos"]), f"{f['endpoint_loss']:.4f}", f"{f['network_loss']:.4f}",
+            f"{f['owd_ms']['p50']} / {f['owd_ms']['p99']}", fct,
+        )  # fmt: skip
+    console.print(t)
+    console.print(f"results in {files['run'].parent}")
+
+
+@bench_app.command("sim")
+def bench_sim(as_json: JsonOpt = False) -> None:
+    """Packet-hops per second on scenarios/bench-chain.toml (CUBIC, 9 hops of 100 Mbit/s, 5 s)."""
+    from leoguard.bench import sim_bench
+
+    r = sim_bench()
+    if as_json:
+        _emit(r)
+        return
+    console.print(r)
+
+
 @app.command("demo")
 def demo(
     out: Annotated[Path, typer.Option(help="Output directory.")] = Path("out/demo"), as_json: JsonOpt = False
@@ -223,7 +285,9 @@ def main() -> None:
     try:
         app()
     except LeoguardError as e:
-        Console(stderr=True).print(f"[red]error:[/] {e}")
+        from rich.markup import escape
+
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {escape(str(e))}")
         sys.exit(2)
 
 

@@ -20,6 +20,8 @@ COMMANDS = [
     ["places", "find"],
     ["bench"],
     ["bench", "constellation"],
+    ["bench", "sim"],
+    ["run"],
     ["demo"],
 ]
 

@@ -18,6 +18,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+mod sim;
+
 create_exception!(
     _core,
     LeoguardError,
@@ -36,7 +38,10 @@ fn ground(n: &Node) -> PyResult<GroundNode> {
     GroundNode::new(&n.0, n.1, n.2, 0.0, role).map_err(err)
 }
 
-fn get<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<T>> {
+pub(crate) fn get<'py, T: FromPyObject<'py>>(
+    d: &Bound<'py, PyDict>,
+    key: &str,
+) -> PyResult<Option<T>> {
     match d.get_item(key)? {
         Some(v) if !v.is_none() => {
             Ok(Some(v.extract().map_err(|e| {
@@ -47,7 +52,7 @@ fn get<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyResult
     }
 }
 
-fn need<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
+pub(crate) fn need<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
     get(d, key)?.ok_or_else(|| LeoguardError::new_err(format!("missing field {key}")))
 }
 
@@ -813,6 +818,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(walker_elements, m)?)?;
     m.add_function(wrap_pyfunction!(gmst_rad, m)?)?;
     m.add("PRESETS", leoguard_orbit::walker::PRESETS.to_vec())?;
+    sim::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -2,5 +2,6 @@
 
 pub mod engine;
 pub mod loss;
+pub mod scenario;
 pub mod sim;
 pub mod tcp_agent;

@@ -14,6 +14,7 @@ pub const FLAG_ACK: u16 = 2;
 /// Packet flag: the data is a retransmission.
 pub const FLAG_RETX: u16 = 4;
 
+const TOKEN_START: u64 = 1 << 61;
 const TOKEN_TIMER: u64 = 1 << 62;
 const TOKEN_SAMPLE: u64 = 1 << 63;
 
@@ -51,6 +52,8 @@ pub struct TcpSource {
     pub samples: Vec<FlowSample>,
     /// When the last byte was acknowledged (fixed-size transfers).
     pub completed_at: Option<Instant>,
+    /// When the flow starts sending.
+    pub start_at: Instant,
     timer_gen: u64,
     armed: Option<Instant>,
 }
@@ -66,6 +69,7 @@ impl TcpSource {
             sample_every,
             samples: Vec::new(),
             completed_at: None,
+            start_at: Instant::ZERO,
             timer_gen: 0,
             armed: None,
         }
@@ -121,7 +125,11 @@ impl Agent for TcpSource {
             self.sample(ctx.now());
             ctx.timer(ctx.now() + self.sample_every, TOKEN_SAMPLE);
         }
-        self.pump(ctx);
+        if self.start_at > ctx.now() {
+            ctx.timer(self.start_at, TOKEN_START);
+        } else {
+            self.pump(ctx);
+        }
     }
 
     fn on_packet(&mut self, p: &Packet, ctx: &mut Ctx) {
@@ -144,6 +152,10 @@ impl Agent for TcpSource {
             if !self.tcp.is_done() {
                 ctx.timer(ctx.now() + self.sample_every, TOKEN_SAMPLE);
             }
+            return;
+        }
+        if token == TOKEN_START {
+            self.pump(ctx);
             return;
         }
         if token != TOKEN_TIMER | self.timer_gen {

@@ -1,0 +1,272 @@
+//! Bindings of the simulator: `simulate(dict)` runs a resolved scenario (validated by the Python
+//! models first; the Rust side validates again and names fields) and returns columns.
+
+use crate::{get, need, LeoguardError};
+use leoguard_core::{Bps, Duration, Instant};
+use leoguard_sim::engine::QueueLimit;
+use leoguard_sim::loss::{parse_plr_csv, LossSpec};
+use leoguard_sim::scenario::{run, FlowKind, FlowSpec, LinkEvent, LinkSpec, Scenario};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+fn secs(field: &str, v: f64) -> PyResult<Duration> {
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(LeoguardError::new_err(format!(
+            "invalid {field} = {v}: must be a finite number >= 0"
+        )));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+fn loss(d: Option<Bound<'_, PyDict>>, field: &str) -> PyResult<LossSpec> {
+    let Some(d) = d else {
+        return Ok(LossSpec::None);
+    };
+    let model: String = need(&d, "model")?;
+    Ok(match model.as_str() {
+        "none" => LossSpec::None,
+        "bernoulli" => LossSpec::Bernoulli { p: need(&d, "p")? },
+        "gilbert_elliott" => LossSpec::GilbertElliott {
+            p_gb: need(&d, "p_gb")?,
+            p_bg: need(&d, "p_bg")?,
+            loss_good: need(&d, "loss_good")?,
+            loss_bad: need(&d, "loss_bad")?,
+        },
+        "starlink" => {
+            let outages: Vec<(f64, f64)> = get(&d, "outages")?.unwrap_or_default();
+            LossSpec::Starlink {
+                boundary_offset_s: get(&d, "boundary_offset_s")?.unwrap_or(7),
+                outages: outages
+                    .into_iter()
+                    .map(|(a, b)| Ok((Instant(secs(field, a)?.as_nanos()), secs(field, b)?)))
+                    .collect::<PyResult<_>>()?,
+            }
+        }
+        "trace_per_second" => {
+            let text: String = need(&d, "csv_text")?;
+            let rates = parse_plr_csv(&text).map_err(|e| LeoguardError::new_err(format!("{field}: {e}")))?;
+            LossSpec::TracePerSecond { rates, looping: get(&d, "loop")?.unwrap_or(true) }
+        }
+        "drop_list" => LossSpec::DropList { indices: need(&d, "indices")? },
+        other => {
+            return Err(LeoguardError::new_err(format!(
+                "unknown {field}.model '{other}' (known: none, bernoulli, gilbert_elliott, starlink, trace_per_second, drop_list)"
+            )))
+        }
+    })
+}
+
+fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
+    let mut links = Vec::new();
+    let ls: Bound<'_, PyList> = need(d, "links")?;
+    for (i, l) in ls.iter().enumerate() {
+        let l = l
+            .downcast::<PyDict>()
+            .map_err(|_| LeoguardError::new_err(format!("links[{i}] must be a table")))?;
+        let queue = match (
+            get::<u64>(l, "queue_bytes")?,
+            get::<u32>(l, "queue_packets")?,
+        ) {
+            (Some(b), None) => QueueLimit::Bytes(b),
+            (None, Some(p)) => QueueLimit::Packets(p),
+            (None, None) => QueueLimit::Bytes(1_000_000),
+            _ => {
+                return Err(LeoguardError::new_err(format!(
+                    "links[{i}]: give queue_bytes or queue_packets, not both"
+                )))
+            }
+        };
+        links.push(LinkSpec {
+            a: need(l, "a")?,
+            b: need(l, "b")?,
+            rate: Bps(need(l, "rate_bps")?),
+            delay: secs(
+                &format!("links[{i}].delay_ms"),
+                need::<f64>(l, "delay_ms")? / 1e3,
+            )?,
+            queue,
+            loss_ab: loss(get(l, "loss")?, &format!("links[{i}].loss"))?,
+            loss_ba: loss(get(l, "loss_reverse")?, &format!("links[{i}].loss_reverse"))?,
+        });
+    }
+    let mut flows = Vec::new();
+    let fs: Bound<'_, PyList> = need(d, "flows")?;
+    for (i, f) in fs.iter().enumerate() {
+        let f = f
+            .downcast::<PyDict>()
+            .map_err(|_| LeoguardError::new_err(format!("flows[{i}] must be a table")))?;
+        let kind: String = need(f, "kind")?;
+        let kind = match kind.as_str() {
+            "tcp" => FlowKind::Tcp {
+                cc: need(f, "cc")?,
+                bytes: get(f, "bytes")?,
+            },
+            "cbr" => FlowKind::Cbr {
+                rate: Bps(need(f, "rate_bps")?),
+                size: get(f, "size")?.unwrap_or(1200),
+            },
+            other => {
+                return Err(LeoguardError::new_err(format!(
+                    "unknown flows[{i}].kind '{other}' (known: tcp, cbr)"
+                )))
+            }
+        };
+        let start = secs(
+            &format!("flows[{i}].start_s"),
+            get(f, "start_s")?.unwrap_or(0.0),
+        )?;
+        flows.push(FlowSpec {
+            src: need(f, "src")?,
+            dst: need(f, "dst")?,
+            kind,
+            start: Instant(start.as_nanos()),
+        });
+    }
+    let mut events = Vec::new();
+    if let Some(es) = get::<Bound<'_, PyList>>(d, "events")? {
+        for (i, e) in es.iter().enumerate() {
+            let e = e
+                .downcast::<PyDict>()
+                .map_err(|_| LeoguardError::new_err(format!("events[{i}] must be a table")))?;
+            let at = secs(&format!("events[{i}].t_s"), need(e, "t_s")?)?;
+            events.push(LinkEvent {
+                at: Instant(at.as_nanos()),
+                link: need(e, "link")?,
+                up: need(e, "up")?,
+            });
+        }
+    }
+    Ok(Scenario {
+        nodes: need(d, "nodes")?,
+        links,
+        flows,
+        events,
+        duration: secs("duration_s", need(d, "duration_s")?)?,
+        seed: get(d, "seed")?.unwrap_or(1),
+        sample_every: secs("sample_every_s", get(d, "sample_every_s")?.unwrap_or(0.1))?,
+    })
+}
+
+/// Runs a resolved scenario dict and returns its results as columns.
+#[pyfunction]
+fn simulate<'py>(py: Python<'py>, spec: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
+    let s = scenario(spec)?;
+    let r = py
+        .allow_threads(|| run(&s))
+        .map_err(|e| LeoguardError::new_err(e.to_string()))?;
+    let out = PyDict::new(py);
+    let flows = PyList::empty(py);
+    for f in &r.flows {
+        let d = PyDict::new(py);
+        d.set_item("delivered_bytes", f.delivered_bytes)?;
+        d.set_item("goodput_bps", f.goodput_bps)?;
+        d.set_item("retransmissions", f.retransmissions)?;
+        d.set_item("rtos", f.rtos)?;
+        d.set_item("network_loss", f.network_loss)?;
+        d.set_item("endpoint_loss", f.endpoint_loss)?;
+        d.set_item("fct_s", f.fct_s)?;
+        d.set_item("packets_sent", f.packets_sent)?;
+        flows.append(d)?;
+    }
+    out.set_item("flows", flows)?;
+    let series = PyDict::new(py);
+    let sr = &r.series;
+    series.set_item("flow", sr.iter().map(|x| x.flow).collect::<Vec<_>>())?;
+    series.set_item("t_ns", sr.iter().map(|x| x.t_ns).collect::<Vec<_>>())?;
+    series.set_item("cwnd_bytes", sr.iter().map(|x| x.cwnd).collect::<Vec<_>>())?;
+    series.set_item(
+        "in_flight_bytes",
+        sr.iter().map(|x| x.in_flight).collect::<Vec<_>>(),
+    )?;
+    series.set_item("srtt_ns", sr.iter().map(|x| x.srtt_ns).collect::<Vec<_>>())?;
+    series.set_item(
+        "acked_bytes",
+        sr.iter().map(|x| x.acked).collect::<Vec<_>>(),
+    )?;
+    series.set_item(
+        "retransmissions",
+        sr.iter().map(|x| x.retransmissions).collect::<Vec<_>>(),
+    )?;
+    out.set_item("series", series)?;
+    let packets = PyDict::new(py);
+    let pr = &r.packets;
+    packets.set_item("flow", pr.iter().map(|x| x.flow).collect::<Vec<_>>())?;
+    packets.set_item("seq", pr.iter().map(|x| x.seq).collect::<Vec<_>>())?;
+    packets.set_item("sent_ns", pr.iter().map(|x| x.sent_ns).collect::<Vec<_>>())?;
+    packets.set_item(
+        "received_ns",
+        pr.iter().map(|x| x.received_ns).collect::<Vec<_>>(),
+    )?;
+    packets.set_item(
+        "retransmission",
+        pr.iter().map(|x| x.retransmission).collect::<Vec<_>>(),
+    )?;
+    packets.set_item("hops", pr.iter().map(|x| x.hops).collect::<Vec<_>>())?;
+    out.set_item("packets", packets)?;
+    let links = PyDict::new(py);
+    let lr = &r.links;
+    links.set_item("from_node", lr.iter().map(|x| x.from).collect::<Vec<_>>())?;
+    links.set_item("to_node", lr.iter().map(|x| x.to).collect::<Vec<_>>())?;
+    links.set_item(
+        "offered",
+        lr.iter().map(|x| x.stats.offered).collect::<Vec<_>>(),
+    )?;
+    links.set_item(
+        "delivered",
+        lr.iter().map(|x| x.stats.delivered).collect::<Vec<_>>(),
+    )?;
+    links.set_item(
+        "drops_queue",
+        lr.iter().map(|x| x.stats.drops_queue).collect::<Vec<_>>(),
+    )?;
+    links.set_item(
+        "drops_loss",
+        lr.iter().map(|x| x.stats.drops_loss).collect::<Vec<_>>(),
+    )?;
+    links.set_item(
+        "drops_down",
+        lr.iter().map(|x| x.stats.drops_down).collect::<Vec<_>>(),
+    )?;
+    links.set_item(
+        "busy_ns",
+        lr.iter().map(|x| x.stats.busy_ns).collect::<Vec<_>>(),
+    )?;
+    links.set_item(
+        "max_queue_bytes",
+        lr.iter()
+            .map(|x| x.stats.max_queue_bytes)
+            .collect::<Vec<_>>(),
+    )?;
+    links.set_item(
+        "realised_loss",
+        lr.iter().map(|x| x.realised_loss).collect::<Vec<_>>(),
+    )?;
+    out.set_item("links", links)?;
+    let drops = PyDict::new(py);
+    let dr = &r.drops;
+    drops.set_item("t_ns", dr.iter().map(|x| x.t_ns).collect::<Vec<_>>())?;
+    drops.set_item("flow", dr.iter().map(|x| x.flow).collect::<Vec<_>>())?;
+    drops.set_item("seq", dr.iter().map(|x| x.seq).collect::<Vec<_>>())?;
+    drops.set_item(
+        "from_node",
+        dr.iter().map(|x| x.link.map(|l| l.0)).collect::<Vec<_>>(),
+    )?;
+    drops.set_item(
+        "to_node",
+        dr.iter().map(|x| x.link.map(|l| l.1)).collect::<Vec<_>>(),
+    )?;
+    drops.set_item("reason", dr.iter().map(|x| x.reason).collect::<Vec<_>>())?;
+    out.set_item("drops", drops)?;
+    out.set_item("packet_hops", r.packet_hops)?;
+    Ok(out)
+}
+
+/// Adds the simulator functions to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add(
+        "CONGESTION_CONTROLS",
+        leoguard_proto::cc::ALGORITHMS.to_vec(),
+    )?;
+    Ok(())
+}

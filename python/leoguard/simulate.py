@@ -1,0 +1,127 @@
+"""Running scenarios on the packet simulator: `simulate(scenario) -> Results` with polars DataFrames."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from leoguard import _core
+from leoguard.scenario import Scenario, load_scenario
+
+
+@dataclass
+class Results:
+    """A run's results: per-flow summary, time series, per-packet records, per-link counters, drops."""
+
+    scenario: Scenario
+    flows: pl.DataFrame
+    series: pl.DataFrame
+    packets: pl.DataFrame
+    links: pl.DataFrame
+    drops: pl.DataFrame
+    packet_hops: int
+    wall_s: float
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """One JSON-able object: the scenario, seed, and per flow goodput, losses, retransmissions, OWD."""
+        return {
+            "scenario": self.scenario.name,
+            "seed": self.scenario.seed,
+            "duration_s": self.scenario.duration_s,
+            "packet_hops": self.packet_hops,
+            "wall_s": round(self.wall_s, 4),
+            "flows": [
+                {
+                    "flow": r["flow"],
+                    "kind": r["kind"],
+                    "cc": r["cc"],
+                    "goodput_bps": round(r["goodput_bps"], 1),
+                    "delivered_bytes": r["delivered_bytes"],
+                    "retransmissions": r["retransmissions"],
+                    "rtos": r["rtos"],
+                    "endpoint_loss": r["endpoint_loss"],
+                    "network_loss": r["network_loss"],
+                    "fct_s": r["fct_s"],
+                    "owd_ms": {"p50": r["owd_ms_p50"], "p99": r["owd_ms_p99"]},
+                }
+                for r in self.flows.iter_rows(named=True)
+            ],
+            "links": {
+                "realised_loss_max": float(self.links["realised_loss"].max() or 0.0),
+                "drops_queue": int(self.links["drops_queue"].sum()),
+                "drops_down": int(self.links["drops_down"].sum()),
+            },
+        }
+
+    def write(self, directory: str | Path) -> dict[str, Path]:
+        """Parquet per table, plus the resolved scenario, seed and code version as JSON."""
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        out = {}
+        for name in ("flows", "series", "packets", "links", "drops"):
+            p = d / f"{name}.parquet"
+            getattr(self, name).write_parquet(p)
+            out[name] = p
+        meta = d / "run.json"
+        meta.write_text(json.dumps({"scenario": self.scenario.model_dump(), **self.meta}, indent=2, default=str))
+        out["run"] = meta
+        return out
+
+
+def _code_version() -> str:
+    try:
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )  # fmt: skip
+        commit = rev.stdout.strip() if rev.returncode == 0 else "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        commit = "unknown"
+    return f"{_core.__version__}+{commit}"
+
+
+def simulate(scenario: Scenario | str | Path, base_dir: Path | None = None) -> Results:
+    """Runs a scenario (a model or a TOML path) and returns its results."""
+    if not isinstance(scenario, Scenario):
+        path = Path(scenario)
+        base_dir = base_dir or path.parent
+        scenario = load_scenario(path)
+    spec = scenario.to_core(base_dir)
+    t0 = time.perf_counter()
+    raw = _core.simulate(spec)
+    wall = time.perf_counter() - t0
+    packets = pl.DataFrame(
+        raw["packets"], schema_overrides={"seq": pl.UInt64, "sent_ns": pl.UInt64, "received_ns": pl.UInt64}
+    )
+    packets = packets.with_columns(((pl.col("received_ns") - pl.col("sent_ns")).cast(pl.Float64) / 1e6).alias("owd_ms"))
+    rows = []
+    for i, (f, r) in enumerate(zip(scenario.flows, raw["flows"], strict=True)):
+        owd = packets.filter(pl.col("flow") == i)["owd_ms"].to_numpy()
+        p50, p99 = (round(float(np.percentile(owd, q)), 4) if owd.size else None for q in (50, 99))
+        rows.append(
+            {
+                "flow": i,
+                "kind": f.kind,
+                "cc": f.cc if f.kind == "tcp" else None,
+                **r,
+                "owd_ms_p50": p50,
+                "owd_ms_p99": p99,
+            }
+        )
+    flows = pl.DataFrame(
+        rows, schema_overrides={"cc": pl.Utf8, "fct_s": pl.Float64, "owd_ms_p50": pl.Float64, "owd_ms_p99": pl.Float64}
+    )
+    meta = {"seed": scenario.seed, "code_version": _code_version(), "packet_hops": raw["packet_hops"]}
+    return Results(
+        scenario, flows, pl.DataFrame(raw["series"]), packets, pl.DataFrame(raw["links"]),
+        pl.DataFrame(raw["drops"], schema_overrides={"from_node": pl.UInt32, "to_node": pl.UInt32}),
+        raw["packet_hops"], wall, meta,
+    )  # fmt: skip

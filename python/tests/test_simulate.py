@@ -1,0 +1,141 @@
+"""Scenarios and the packet simulator from Python: results, determinism, Parquet, bad input, CLI."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from leoguard import LeoguardError
+from leoguard.scenario import from_dict, load_scenario
+from leoguard.simulate import simulate
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACE = ROOT.parent / "shared" / "data" / "satguard-fig5" / "plr_per_second.csv"
+
+
+def chain(**kw):
+    base = {
+        "name": "t", "duration_s": 5.0, "seed": 3,
+        "topology": {"kind": "chain", "hops": 3, "rate_mbps": 50, "delay_ms": 5, "queue_bytes": 500_000},
+        "flows": [{"kind": "tcp", "src": 0, "dst": 3, "cc": "cubic"}],
+    }  # fmt: skip
+    base.update(kw)
+    return from_dict(base)
+
+
+def test_bench_chain_scenario_runs_and_fills_the_chain():
+    r = simulate(ROOT / "scenarios" / "bench-chain.toml")
+    s = r.summary()
+    f = s["flows"][0]
+    assert s["scenario"] == "bench-chain" and s["packet_hops"] > 500_000
+    # 100 Mbit/s of 1500-byte packets carries 96.5 Mbit/s of payload; slow start costs a little.
+    assert 85e6 < f["goodput_bps"] <= 96.6e6
+    assert f["endpoint_loss"] == 0.0
+    # One-way delay >= 9 hops x (2 ms + 0.12 ms serialisation).
+    assert f["owd_ms"]["p50"] >= 9 * 2.12
+    assert set(r.series.columns) >= {"t_ns", "cwnd_bytes", "srtt_ns", "acked_bytes", "retransmissions"}
+
+
+def test_udp_probe_sees_the_configured_loss_and_tcp_hides_it():
+    lossy = {"kind": "chain", "hops": 2, "rate_mbps": 100, "delay_ms": 5, "loss": {"model": "bernoulli", "p": 0.03}}
+    udp = chain(
+        topology=lossy, flows=[{"kind": "cbr", "src": 0, "dst": 2, "rate_mbps": 20, "size": 1250}], duration_s=10.0
+    )
+    f = simulate(udp).summary()["flows"][0]
+    assert abs(f["endpoint_loss"] - 0.03) < 0.005
+    tcp = chain(topology=lossy, flows=[{"kind": "tcp", "src": 0, "dst": 2, "cc": "cubic"}])
+    t = simulate(tcp).summary()["flows"][0]
+    assert t["endpoint_loss"] == 0.0 and t["retransmissions"] > 0 and t["network_loss"] > 0.02
+
+
+def test_trace_replay_from_the_measurement(tmp_path):
+    if not TRACE.exists():
+        pytest.fail(f"measurement missing: {TRACE}")
+    replay = {"model": "trace_per_second", "trace": str(TRACE), "loop": False}
+    sc = chain(
+        topology={"kind": "chain", "hops": 1, "rate_mbps": 100, "delay_ms": 5, "loss": replay},
+        flows=[{"kind": "cbr", "src": 0, "dst": 1, "rate_mbps": 8, "size": 1000}],
+        duration_s=103.0,
+    )  # fmt: skip
+    f = simulate(sc).summary()["flows"][0]
+    assert abs(f["endpoint_loss"] - 0.0090) < 0.0015  # the trace's mean per-second loss is 0.0090
+
+
+def test_same_seed_same_parquet_bytes_other_seed_differs(tmp_path):
+    lossy = {"kind": "chain", "hops": 3, "rate_mbps": 50, "delay_ms": 5, "loss": {"model": "bernoulli", "p": 0.01}}
+    a, b, c = simulate(chain(topology=lossy)), simulate(chain(topology=lossy)), simulate(chain(topology=lossy, seed=4))
+    a.write(tmp_path / "a")
+    b.write(tmp_path / "b")
+    c.write(tmp_path / "c")
+    for name in ("flows", "series", "packets", "links", "drops"):
+        assert (tmp_path / "a" / f"{name}.parquet").read_bytes() == (tmp_path / "b" / f"{name}.parquet").read_bytes()
+    assert (tmp_path / "a" / "drops.parquet").read_bytes() != (tmp_path / "c" / "drops.parquet").read_bytes()
+    run = json.loads((tmp_path / "a" / "run.json").read_text())
+    assert run["seed"] == 3 and run["scenario"]["name"] == "t" and "+" in run["code_version"]
+
+
+@pytest.mark.parametrize(
+    ("patch", "pattern"),
+    [
+        (
+            {"topology": {"kind": "chain", "hops": 3, "rate_mbps": -5, "delay_ms": 5}},
+            r"topology.rate_mbps: .*greater than 0",
+        ),
+        ({"flows": [{"kind": "tcp", "src": 0, "dst": 3, "cc": "vegas"}]}, r"flows.0.cc: .*'vegas'"),
+        (
+            {
+                "topology": {
+                    "kind": "chain",
+                    "hops": 3,
+                    "rate_mbps": 5,
+                    "delay_ms": 5,
+                    "loss": {"model": "bernoulli", "p": 1.5},
+                }
+            },
+            r"topology.loss.p: .*less than or equal to 1",
+        ),
+        ({"flows": [{"kind": "tcp", "src": 0, "dst": 9}]}, r"flows\[0\].dst = 9 is not a node"),
+        ({"flows": [{"kind": "cbr", "src": 0, "dst": 3}]}, r"cbr flow needs rate_mbps"),
+        ({"colour": "blue"}, r"colour: Extra inputs are not permitted"),
+        ({"duration_s": 0}, r"duration_s: .*greater than 0"),
+    ],
+)
+def test_bad_scenarios_name_the_field(patch, pattern):
+    with pytest.raises(LeoguardError, match=pattern):
+        chain(**patch)
+
+
+def test_unreadable_files(tmp_path):
+    with pytest.raises(LeoguardError, match="cannot read scenario"):
+        load_scenario(tmp_path / "none.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = \n")
+    with pytest.raises(LeoguardError, match="not valid TOML"):
+        load_scenario(bad)
+    missing = {"model": "trace_per_second", "trace": "missing.csv"}
+    sc = chain(
+        topology={"kind": "chain", "hops": 1, "rate_mbps": 10, "delay_ms": 1, "loss": missing},
+        flows=[{"kind": "tcp", "src": 0, "dst": 1}],
+    )
+    with pytest.raises(LeoguardError, match="cannot read loss trace"):
+        simulate(sc, base_dir=tmp_path)
+
+
+def test_cli_run_json_and_bench(tmp_path):
+    def cli(*a):
+        return subprocess.run([sys.executable, "-m", "leoguard.cli", *a], capture_output=True, text=True, timeout=300)
+
+    p = cli("run", str(ROOT / "scenarios" / "chain-loss.toml"), "--out", str(tmp_path), "--json")
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout)
+    assert len(s["flows"]) == 2 and {"goodput_bps", "retransmissions", "endpoint_loss", "owd_ms"} <= set(s["flows"][0])
+    assert set(s["flows"][0]["owd_ms"]) == {"p50", "p99"}
+    assert (tmp_path / "packets.parquet").exists()
+    b = json.loads(cli("bench", "sim", "--json").stdout)
+    assert {"name", "packet_hops", "wall_s", "sim_s"} <= set(b["scenarios"][0])
+    bad = tmp_path / "bad.toml"
+    bad.write_text('duration_s = 1\n[[flows]]\nkind = "tcp"\nsrc = 0\ndst = 1\n')
+    p = cli("run", str(bad))
+    assert p.returncode == 2 and "needs a [topology]" in p.stderr
