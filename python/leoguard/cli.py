@@ -261,11 +261,15 @@ def run_scenario(
 
 
 @bench_app.command("sim")
-def bench_sim(as_json: JsonOpt = False) -> None:
-    """Packet-hops per second on scenarios/bench-chain.toml (CUBIC, 9 hops of 100 Mbit/s, 5 s)."""
+def bench_sim(
+    only: Annotated[str | None, typer.Option(help="Run one scenario: bench-chain or starlink-nyc-lon-1g.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Simulator speed: (a) CUBIC over a 9-hop 100 Mbit/s chain for 5 s, (b) BBR New York - London over
+    Starlink shell 1 at 1 Gbit/s for 60 s with the Starlink loss model."""
     from leoguard.bench import sim_bench
 
-    r = sim_bench()
+    r = sim_bench(only)
     if as_json:
         _emit(r)
         return

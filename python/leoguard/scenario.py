@@ -74,6 +74,24 @@ class Chain(_Model):
     loss_on: Literal["first", "all"] = "first"
 
 
+class LeoPath(_Model):
+    """Two places joined over a constellation: the path timeline of the constellation engine drives
+    routes, per-hop delays and handover interruptions. Ground end `a` is node 0, `b` is node 1."""
+
+    kind: Literal["leo-path"]
+    constellation: str = "starlink-shell1"
+    a: str
+    b: str
+    policy: Literal["global-schedule", "nearest", "best-path"] = "global-schedule"
+    step_s: float = Field(default=0.1, gt=0)
+    min_elevation_deg: float = Field(default=25.0, ge=0, le=90)
+    interruption: str = "uniform"
+    rate_mbps: float = Field(gt=0)
+    queue_bytes: int | None = Field(default=None, gt=0)
+    gsl_loss: Loss | None = None
+    isl_loss: Loss | None = None
+
+
 class Flow(_Model):
     """A TCP transfer (bulk if `bytes` is absent) or a constant-bit-rate UDP stream."""
 
@@ -109,7 +127,7 @@ class Scenario(_Model):
     seed: int = Field(default=1, ge=0)
     sample_every_s: float = Field(default=0.1, gt=0)
     nodes: int | None = Field(default=None, ge=2)
-    topology: Chain | None = None
+    topology: Chain | LeoPath | None = Field(default=None, discriminator="kind")
     links: list[Link] = []
     flows: list[Flow] = Field(min_length=1)
     events: list[Event] = []
@@ -120,6 +138,13 @@ class Scenario(_Model):
             raise ValueError("give either [topology] or [[links]], not both")
         if self.topology is None and not self.links:
             raise ValueError("needs a [topology] or at least one [[links]]")
+        if isinstance(self.topology, LeoPath):
+            for i, f in enumerate(self.flows):
+                if {f.src, f.dst} != {0, 1}:
+                    raise ValueError(f"flows[{i}]: on a leo-path topology flows run between node 0 (a) and node 1 (b)")
+            if self.events:
+                raise ValueError("events are not allowed on a leo-path topology (its timeline drives the links)")
+            return self
         n = self.node_count()
         for i, f in enumerate(self.flows):
             for end in ("src", "dst"):
@@ -131,7 +156,9 @@ class Scenario(_Model):
         return self
 
     def node_count(self) -> int:
-        """Nodes in the resolved topology."""
+        """Nodes in the resolved topology (a leo-path's count is known only after its timeline)."""
+        if isinstance(self.topology, LeoPath):
+            raise LeoguardError("a leo-path topology's node count comes from its path timeline")
         if self.topology is not None:
             return self.topology.hops + 1
         return self.nodes if self.nodes is not None else 1 + max(max(lk.a, lk.b) for lk in self.links)
@@ -139,6 +166,8 @@ class Scenario(_Model):
     def resolved_links(self) -> list[Link]:
         """The explicit link list (a chain expanded)."""
         t = self.topology
+        if isinstance(t, LeoPath):
+            return []
         if t is None:
             return list(self.links)
         return [
@@ -153,6 +182,49 @@ class Scenario(_Model):
             )
             for i in range(t.hops)
         ]
+
+    def _leo_core(self, loss: Any) -> dict[str, Any]:
+        t = self.topology
+        assert isinstance(t, LeoPath)
+        c, tl = _leo_timeline(t, self.duration_s, self.seed)
+        index = {name: i for i, name in enumerate(c.satellites()["sat"].to_list())}
+        steps = tl.steps
+        sats = [[index[n] for n in p[1:-1]] for p in steps["path"].to_list()]
+        gsl = loss(t.gsl_loss)
+        if gsl is not None and gsl["model"] == "starlink" and "boundary_offset_s" not in gsl:
+            # The measured trace's lossy boundary second is the one that holds the 15 s handover epoch.
+            gsl["boundary_offset_s"] = int((12.0 - c.epoch_unix_s) % 15.0)
+        leo = {
+            "t_s": steps["t_s"].to_list(),
+            "sats": sats,
+            "hop_delays_ms": steps["hop_delays_ms"].to_list(),
+            "interruptions": [
+                (h["t_s"], 0 if h["node"] == tl.a.name else 1, h["interruption_ms"] / 1e3)
+                for h in tl.handovers.iter_rows(named=True)
+            ],
+            "rate_bps": round(t.rate_mbps * 1e6),
+            "gsl_loss": gsl,
+            "isl_loss": loss(t.isl_loss),
+        }
+        if t.queue_bytes is not None:
+            leo["queue_bytes"] = t.queue_bytes
+        flows = []
+        for f in self.flows:
+            d = f.model_dump(exclude_none=True)
+            if f.rate_mbps is not None:
+                d["rate_bps"] = round(f.rate_mbps * 1e6)
+            flows.append(d)
+        return {
+            "nodes": 2 + len({s for p in sats for s in p}),
+            "duration_s": self.duration_s,
+            "seed": self.seed,
+            "sample_every_s": self.sample_every_s,
+            "links": [],
+            "flows": flows,
+            "events": [],
+            "leo": leo,
+            "path_summary": tl.summary(),
+        }
 
     def to_core(self, base_dir: Path | None = None) -> dict[str, Any]:
         """The dict the native simulator takes (trace files read relative to `base_dir`)."""
@@ -169,6 +241,8 @@ class Scenario(_Model):
                     raise LeoguardError(f"cannot read loss trace {p}: {e.strerror}") from e
             return d
 
+        if isinstance(self.topology, LeoPath):
+            return self._leo_core(loss)
         links = []
         for lk in self.resolved_links():
             d = {"a": lk.a, "b": lk.b, "rate_bps": round(lk.rate_mbps * 1e6), "delay_ms": lk.delay_ms}
@@ -193,6 +267,17 @@ class Scenario(_Model):
             "flows": flows,
             "events": [e.model_dump() for e in self.events],
         }
+
+
+def _leo_timeline(t: LeoPath, duration_s: float, seed: int) -> tuple[Any, Any]:
+    from leoguard.orbit import Constellation
+
+    c = Constellation.preset(t.constellation)
+    tl = c.path_timeline(
+        t.a, t.b, duration=duration_s, step=t.step_s, policy=t.policy, min_elevation=t.min_elevation_deg,
+        interruption=t.interruption, seed=seed,
+    )  # fmt: skip
+    return c, tl
 
 
 def _explain(e: ValidationError, source: str) -> LeoguardError:

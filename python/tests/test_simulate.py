@@ -81,7 +81,7 @@ def test_same_seed_same_parquet_bytes_other_seed_differs(tmp_path):
     [
         (
             {"topology": {"kind": "chain", "hops": 3, "rate_mbps": -5, "delay_ms": 5}},
-            r"topology.rate_mbps: .*greater than 0",
+            r"topology.chain.rate_mbps: .*greater than 0",
         ),
         ({"flows": [{"kind": "tcp", "src": 0, "dst": 3, "cc": "vegas"}]}, r"flows.0.cc: .*'vegas'"),
         (
@@ -94,7 +94,7 @@ def test_same_seed_same_parquet_bytes_other_seed_differs(tmp_path):
                     "loss": {"model": "bernoulli", "p": 1.5},
                 }
             },
-            r"topology.loss.p: .*less than or equal to 1",
+            r"topology.chain.loss.p: .*less than or equal to 1",
         ),
         ({"flows": [{"kind": "tcp", "src": 0, "dst": 9}]}, r"flows\[0\].dst = 9 is not a node"),
         ({"flows": [{"kind": "cbr", "src": 0, "dst": 3}]}, r"cbr flow needs rate_mbps"),
@@ -133,9 +133,39 @@ def test_cli_run_json_and_bench(tmp_path):
     assert len(s["flows"]) == 2 and {"goodput_bps", "retransmissions", "endpoint_loss", "owd_ms"} <= set(s["flows"][0])
     assert set(s["flows"][0]["owd_ms"]) == {"p50", "p99"}
     assert (tmp_path / "packets.parquet").exists()
-    b = json.loads(cli("bench", "sim", "--json").stdout)
+    b = json.loads(cli("bench", "sim", "--only", "bench-chain", "--json").stdout)
     assert {"name", "packet_hops", "wall_s", "sim_s"} <= set(b["scenarios"][0])
     bad = tmp_path / "bad.toml"
     bad.write_text('duration_s = 1\n[[flows]]\nkind = "tcp"\nsrc = 0\ndst = 1\n')
     p = cli("run", str(bad))
     assert p.returncode == 2 and "needs a [topology]" in p.stderr
+
+
+def leo(**kw):
+    topo = {"kind": "leo-path", "a": "New York", "b": "London", "rate_mbps": 50, "gsl_loss": {"model": "starlink"}}
+    topo.update(kw)
+    return from_dict(
+        {"name": "leo", "duration_s": 20.0, "seed": 2, "topology": topo, "flows": [{"kind": "tcp", "src": 0, "dst": 1}]}
+    )
+
+
+def test_a_leo_path_scenario_follows_the_constellation():
+    r = simulate(leo())
+    f = r.summary()["flows"][0]
+    assert f["delivered_bytes"] > 0 and f["endpoint_loss"] == 0.0
+    # Every packet crossed at least the up- and downlink; its one-way delay is at least the path's
+    # propagation delay, whose minimum over the run is 23.5 ms (New York - London, global schedule).
+    assert r.packets["hops"].min() >= 2
+    assert r.packets["owd_ms"].min() >= 23.4
+    # The Starlink model lost packets on the ground links, and handover interruptions took links down.
+    assert r.links["drops_loss"].sum() > 0 and r.links["drops_down"].sum() + r.links["drops_loss"].sum() > 0
+
+
+def test_leo_path_rules():
+    with pytest.raises(LeoguardError, match="flows run between node 0"):
+        from_dict(
+            {"duration_s": 1, "topology": {"kind": "leo-path", "a": "New York", "b": "London", "rate_mbps": 10},
+             "flows": [{"kind": "tcp", "src": 0, "dst": 2}]}
+        )  # fmt: skip
+    with pytest.raises(LeoguardError, match="unknown city"):
+        simulate(leo(a="Qwxzville"))

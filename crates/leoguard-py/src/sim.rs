@@ -4,6 +4,7 @@
 use crate::{get, need, LeoguardError};
 use leoguard_core::{Bps, Duration, Instant};
 use leoguard_sim::engine::QueueLimit;
+use leoguard_sim::leo::{LeoInterruption, LeoPath, LeoStep};
 use leoguard_sim::loss::{parse_plr_csv, LossSpec};
 use leoguard_sim::scenario::{run, FlowKind, FlowSpec, LinkEvent, LinkSpec, Scenario};
 use pyo3::prelude::*;
@@ -136,7 +137,12 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
             });
         }
     }
+    let leo = match get::<Bound<'_, PyDict>>(d, "leo")? {
+        None => None,
+        Some(l) => Some(leo_path(&l)?),
+    };
     Ok(Scenario {
+        leo,
         nodes: need(d, "nodes")?,
         links,
         flows,
@@ -144,6 +150,52 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
         duration: secs("duration_s", need(d, "duration_s")?)?,
         seed: get(d, "seed")?.unwrap_or(1),
         sample_every: secs("sample_every_s", get(d, "sample_every_s")?.unwrap_or(0.1))?,
+    })
+}
+
+fn leo_path(d: &Bound<'_, PyDict>) -> PyResult<LeoPath> {
+    let t: Vec<f64> = need(d, "t_s")?;
+    let sats: Vec<Vec<u32>> = need(d, "sats")?;
+    let delays: Vec<Vec<f64>> = need(d, "hop_delays_ms")?;
+    if t.len() != sats.len() || t.len() != delays.len() {
+        return Err(LeoguardError::new_err(
+            "leo: t_s, sats and hop_delays_ms must have one entry per step",
+        ));
+    }
+    let mut steps = Vec::with_capacity(t.len());
+    for ((t, sats), delays) in t.into_iter().zip(sats).zip(delays) {
+        let hop_delays = delays
+            .into_iter()
+            .map(|ms| secs("leo.hop_delays_ms", ms / 1e3))
+            .collect::<PyResult<_>>()?;
+        steps.push(LeoStep {
+            t: Instant(secs("leo.t_s", t)?.as_nanos()),
+            sats,
+            hop_delays,
+        });
+    }
+    let raw: Vec<(f64, u8, f64)> = get(d, "interruptions")?.unwrap_or_default();
+    let interruptions = raw
+        .into_iter()
+        .map(|(t, end, dur)| {
+            Ok(LeoInterruption {
+                t: Instant(secs("leo.interruptions", t)?.as_nanos()),
+                end,
+                duration: secs("leo.interruptions", dur)?,
+            })
+        })
+        .collect::<PyResult<_>>()?;
+    let queue = match get::<u64>(d, "queue_bytes")? {
+        Some(b) => QueueLimit::Bytes(b),
+        None => QueueLimit::Bytes(1_000_000),
+    };
+    Ok(LeoPath {
+        steps,
+        interruptions,
+        rate: Bps(need(d, "rate_bps")?),
+        queue,
+        gsl_loss: loss(get(d, "gsl_loss")?, "leo.gsl_loss")?,
+        isl_loss: loss(get(d, "isl_loss")?, "leo.isl_loss")?,
     })
 }
 

@@ -132,6 +132,11 @@ pub enum Event {
         /// New one-way delay.
         delay: Duration,
     },
+    /// A batch of control actions (e.g. a routing step's new routes and delays) held by the simulator.
+    Control {
+        /// Index into the simulator's control table.
+        index: u32,
+    },
 }
 
 #[derive(Debug, PartialEq, Eq)]

@@ -1,6 +1,7 @@
 //! leoguard-sim: the discrete-event packet-level simulator (work in progress, issue 3).
 
 pub mod engine;
+pub mod leo;
 pub mod loss;
 pub mod scenario;
 pub mod sim;

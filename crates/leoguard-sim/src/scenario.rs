@@ -90,6 +90,8 @@ pub struct Scenario {
     pub seed: u64,
     /// Sampling interval of the per-flow time series.
     pub sample_every: Duration,
+    /// A LEO path from the constellation engine instead of `links` (ground ends are nodes 0 and 1).
+    pub leo: Option<crate::leo::LeoPath>,
 }
 
 /// A scenario that cannot run; the message names the field.
@@ -105,6 +107,9 @@ pub enum ScenarioError {
         /// The rule.
         reason: String,
     },
+    /// The LEO path is invalid.
+    #[error(transparent)]
+    Leo(#[from] crate::leo::LeoError),
     /// A loss model is invalid.
     #[error("{field}: {source}")]
     Loss {
@@ -228,6 +233,23 @@ pub struct RunResult {
 impl Scenario {
     /// Checks every field; errors name it.
     pub fn validate(&self) -> Result<(), ScenarioError> {
+        if let Some(leo) = &self.leo {
+            leo.validate()?;
+            if !self.links.is_empty() || !self.events.is_empty() {
+                return Err(invalid(
+                    "links".into(),
+                    self.links.len(),
+                    "a LEO-path scenario takes its links from the path",
+                ));
+            }
+            if self.nodes as usize != leo.node_count() {
+                return Err(invalid(
+                    "nodes".into(),
+                    self.nodes,
+                    "must equal the LEO path's node count",
+                ));
+            }
+        }
         if self.nodes < 2 {
             return Err(invalid(
                 "nodes".into(),
@@ -334,6 +356,9 @@ fn route_all(sim: &mut Sim, nodes: u32, dirs: &[(u32, u32, LinkId)]) {
 pub fn run(s: &Scenario) -> Result<RunResult, ScenarioError> {
     s.validate()?;
     let mut sim = Sim::new(s.nodes as usize, s.seed);
+    if let Some(leo) = &s.leo {
+        leo.install(&mut sim)?;
+    }
     let mut dirs = Vec::new();
     let mut pairs = Vec::new();
     for l in &s.links {
@@ -605,6 +630,7 @@ mod tests {
             duration: Duration::from_secs(10),
             seed: 1,
             sample_every: Duration::from_millis(100),
+            leo: None,
         }
     }
 

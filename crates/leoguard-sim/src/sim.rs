@@ -46,6 +46,34 @@ pub trait Agent: std::fmt::Debug + std::any::Any {
     fn on_timer(&mut self, token: u64, ctx: &mut Ctx);
 }
 
+/// One control action applied at a scheduled time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// Node `at` forwards traffic for `dst` on `via` from now on.
+    Route {
+        /// Forwarding node.
+        at: NodeId,
+        /// Destination.
+        dst: NodeId,
+        /// Outgoing link; `None` removes the route (packets are dropped as "no-route").
+        via: Option<LinkId>,
+    },
+    /// A link's propagation delay becomes `delay` for packets that start propagating from now on.
+    Delay {
+        /// The link.
+        link: LinkId,
+        /// New delay.
+        delay: Duration,
+    },
+    /// A link goes up or down.
+    State {
+        /// The link.
+        link: LinkId,
+        /// New state.
+        up: bool,
+    },
+}
+
 /// A record of a dropped packet: where and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DropRecord {
@@ -73,6 +101,7 @@ pub struct Sim {
     seed: u64,
     started: bool,
     lost: Vec<PacketId>,
+    controls: Vec<Vec<Control>>,
 }
 
 impl Sim {
@@ -134,6 +163,35 @@ impl Sim {
     /// Schedules a link state change (a handover interruption is a down at t and an up at t + d).
     pub fn schedule_link_state(&mut self, at: Instant, link: LinkId, up: bool) {
         self.net.events.push(at, Event::LinkState { link, up });
+    }
+
+    /// Schedules a batch of control actions at `at` (applied in order, as one event).
+    pub fn schedule_controls(&mut self, at: Instant, actions: Vec<Control>) {
+        let index = self.controls.len() as u32;
+        self.controls.push(actions);
+        self.net.events.push(at, Event::Control { index });
+    }
+
+    fn apply_controls(&mut self, index: u32) {
+        let actions = std::mem::take(&mut self.controls[index as usize]);
+        for a in &actions {
+            match *a {
+                Control::Route { at, dst, via } => {
+                    self.next_hop[at.0 as usize][dst.0 as usize] = via
+                }
+                Control::Delay { link, delay } => self.net.set_link_delay(link, delay),
+                Control::State { link, up } => self.set_state_now(link, up),
+            }
+        }
+    }
+
+    fn set_state_now(&mut self, link: LinkId, up: bool) {
+        let mut lost = std::mem::take(&mut self.lost);
+        self.net.set_link_state(link, up, &mut lost);
+        for p in lost.drain(..) {
+            self.record_drop(p, Some(link), Some(DropReason::Down));
+        }
+        self.lost = lost;
     }
 
     /// Schedules a propagation-delay change.
@@ -218,14 +276,8 @@ impl Sim {
                     Err(p) => self.record_drop(p, Some(link), Some(DropReason::Down)),
                 },
                 Event::Timer { node, token } => self.with_agent(node, |a, c| a.on_timer(token, c)),
-                Event::LinkState { link, up } => {
-                    let mut lost = std::mem::take(&mut self.lost);
-                    self.net.set_link_state(link, up, &mut lost);
-                    for p in lost.drain(..) {
-                        self.record_drop(p, Some(link), Some(DropReason::Down));
-                    }
-                    self.lost = lost;
-                }
+                Event::LinkState { link, up } => self.set_state_now(link, up),
+                Event::Control { index } => self.apply_controls(index),
                 Event::LinkDelay { link, delay } => self.net.set_link_delay(link, delay),
             }
         }
