@@ -28,6 +28,7 @@ class Results:
     drops: pl.DataFrame
     packet_hops: int
     wall_s: float
+    run_s: float
     meta: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
@@ -38,6 +39,7 @@ class Results:
             "duration_s": self.scenario.duration_s,
             "packet_hops": self.packet_hops,
             "wall_s": round(self.wall_s, 4),
+            "run_s": round(self.run_s, 4),
             "flows": [
                 {
                     "flow": r["flow"],
@@ -123,5 +125,5 @@ def simulate(scenario: Scenario | str | Path, base_dir: Path | None = None) -> R
     return Results(
         scenario, flows, pl.DataFrame(raw["series"]), packets, pl.DataFrame(raw["links"]),
         pl.DataFrame(raw["drops"], schema_overrides={"from_node": pl.UInt32, "to_node": pl.UInt32}),
-        raw["packet_hops"], wall, meta,
+        raw["packet_hops"], wall, raw["run_s"], meta,
     )  # fmt: skip

@@ -29,9 +29,7 @@ pub fn stream(seed: u64, component: &str) -> RngStream {
     let a = splitmix(seed ^ h);
     let b = splitmix(a ^ 0x5851_F42D_4C95_7F2D);
     let seed_bytes = ((u128::from(a) << 64) | u128::from(b)).to_le_bytes();
-    RngStream {
-        inner: Pcg64Mcg::from_seed(seed_bytes),
-    }
+    RngStream { inner: Pcg64Mcg::from_seed(seed_bytes) }
 }
 
 impl RngStream {
@@ -62,22 +60,10 @@ mod tests {
 
     #[test]
     fn streams_are_reproducible_and_independent() {
-        let a: Vec<u64> = (0..4)
-            .map(|_| 0)
-            .scan(stream(7, "x"), |s, _| Some(s.next_u64()))
-            .collect();
-        let b: Vec<u64> = (0..4)
-            .map(|_| 0)
-            .scan(stream(7, "x"), |s, _| Some(s.next_u64()))
-            .collect();
-        let c: Vec<u64> = (0..4)
-            .map(|_| 0)
-            .scan(stream(7, "y"), |s, _| Some(s.next_u64()))
-            .collect();
-        let d: Vec<u64> = (0..4)
-            .map(|_| 0)
-            .scan(stream(8, "x"), |s, _| Some(s.next_u64()))
-            .collect();
+        let a: Vec<u64> = (0..4).map(|_| 0).scan(stream(7, "x"), |s, _| Some(s.next_u64())).collect();
+        let b: Vec<u64> = (0..4).map(|_| 0).scan(stream(7, "x"), |s, _| Some(s.next_u64())).collect();
+        let c: Vec<u64> = (0..4).map(|_| 0).scan(stream(7, "y"), |s, _| Some(s.next_u64())).collect();
+        let d: Vec<u64> = (0..4).map(|_| 0).scan(stream(8, "x"), |s, _| Some(s.next_u64())).collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_ne!(a, d);

@@ -146,10 +146,7 @@ mod tests {
     fn arithmetic() {
         let t = Instant::ZERO + Duration::from_millis(15);
         assert_eq!(t - Instant(5_000_000), Duration::from_millis(10));
-        assert_eq!(
-            Instant(3).saturating_duration_since(Instant(9)),
-            Duration::ZERO
-        );
+        assert_eq!(Instant(3).saturating_duration_since(Instant(9)), Duration::ZERO);
         assert!(Instant(u64::MAX).checked_add(Duration(1)).is_none());
     }
 }

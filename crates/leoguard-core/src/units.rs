@@ -45,19 +45,10 @@ mod tests {
     #[test]
     fn serialisation_time() {
         // 1500 B at 100 Mbit/s = 120 us exactly.
-        assert_eq!(
-            Bps::mbps(100).transmission_time(Bytes(1500)),
-            Some(Duration::from_micros(120))
-        );
+        assert_eq!(Bps::mbps(100).transmission_time(Bytes(1500)), Some(Duration::from_micros(120)));
         // Rounded up: 1 B at 3 bit/s = 8/3 s.
-        assert_eq!(
-            Bps(3).transmission_time(Bytes(1)),
-            Some(Duration(2_666_666_667))
-        );
+        assert_eq!(Bps(3).transmission_time(Bytes(1)), Some(Duration(2_666_666_667)));
         assert_eq!(Bps(0).transmission_time(Bytes(1)), None);
-        assert_eq!(
-            Bps::gbps(1).bytes_in(Duration::from_millis(1)),
-            Bytes(125_000)
-        );
+        assert_eq!(Bps::gbps(1).bytes_in(Duration::from_millis(1)), Bytes(125_000));
     }
 }

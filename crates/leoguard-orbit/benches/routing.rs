@@ -13,8 +13,7 @@ fn main() {
     let n = 2000;
     let t0 = Instant::now();
     for k in 0..n {
-        c.positions_into(k as f64 * 0.1, &mut pos)
-            .expect("walker positions never fail");
+        c.positions_into(k as f64 * 0.1, &mut pos).expect("walker positions never fail");
     }
     let t_pos = t0.elapsed().as_secs_f64() / n as f64;
     let t0 = Instant::now();

@@ -54,33 +54,18 @@ impl Policy {
             "global-schedule" => Ok(Policy::starlink(epoch_unix_s)),
             "nearest" => Ok(Policy::Nearest),
             "best-path" => Ok(Policy::BestPath),
-            _ => Err(OrbitError::Unknown {
-                kind: "handover policy",
-                name: name.into(),
-                known: POLICIES.join(", "),
-            }),
+            _ => Err(OrbitError::Unknown { kind: "handover policy", name: name.into(), known: POLICIES.join(", ") }),
         }
     }
 
     /// Checks the schedule's numbers.
     pub fn validate(&self) -> Result<(), OrbitError> {
-        if let Policy::GlobalSchedule {
-            period_s, phase_s, ..
-        } = *self
-        {
+        if let Policy::GlobalSchedule { period_s, phase_s, .. } = *self {
             if !(period_s.is_finite() && period_s > 0.0) {
-                return Err(OrbitError::invalid(
-                    "handover_period_s",
-                    period_s,
-                    "must be > 0",
-                ));
+                return Err(OrbitError::invalid("handover_period_s", period_s, "must be > 0"));
             }
             if !(phase_s.is_finite() && phase_s >= 0.0) {
-                return Err(OrbitError::invalid(
-                    "handover_phase_s",
-                    phase_s,
-                    "must be >= 0",
-                ));
+                return Err(OrbitError::invalid("handover_phase_s", phase_s, "must be >= 0"));
             }
         }
         Ok(())
@@ -110,14 +95,8 @@ impl InterruptionModel {
             InterruptionModel::Fixed(d) if !(d.is_finite() && d >= 0.0) => {
                 Err(OrbitError::invalid("interruption_s", d, "must be >= 0"))
             }
-            InterruptionModel::Uniform(lo, hi)
-                if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo <= hi) =>
-            {
-                Err(OrbitError::invalid(
-                    "interruption_range_s",
-                    format!("[{lo}, {hi}]"),
-                    "needs 0 <= lo <= hi",
-                ))
+            InterruptionModel::Uniform(lo, hi) if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo <= hi) => {
+                Err(OrbitError::invalid("interruption_range_s", format!("[{lo}, {hi}]"), "needs 0 <= lo <= hi"))
             }
             _ => Ok(()),
         }
@@ -237,13 +216,7 @@ pub struct Attacher {
 impl Attacher {
     /// An attacher for ground node `node` (index in the caller's list); its interruption draws come
     /// from the stream `handover/<name>` of `seed`.
-    pub fn new(
-        node: u32,
-        g: &GroundNode,
-        policy: Policy,
-        interruption: InterruptionModel,
-        seed: u64,
-    ) -> Self {
+    pub fn new(node: u32, g: &GroundNode, policy: Policy, interruption: InterruptionModel, seed: u64) -> Self {
         Attacher {
             node,
             ground: g.ecef(),
@@ -277,11 +250,7 @@ impl Attacher {
         events: &mut Vec<Handover>,
     ) -> Result<Option<u32>, OrbitError> {
         match self.policy {
-            Policy::GlobalSchedule {
-                period_s,
-                phase_s,
-                criterion,
-            } => {
+            Policy::GlobalSchedule { period_s, phase_s, criterion } => {
                 let k = ((t - phase_s) / period_s).floor() as i64;
                 let epoch = phase_s + k as f64 * period_s;
                 let slot_end = epoch + period_s;
@@ -308,19 +277,9 @@ impl Attacher {
             }
             Policy::Nearest => {
                 filter.visible_into(self.ground, pos, &mut self.vis);
-                let pick = self
-                    .vis
-                    .iter()
-                    .min_by(|a, b| a.1.total_cmp(&b.1))
-                    .map(|v| v.0);
-                let still = self
-                    .current
-                    .is_some_and(|c| self.vis.iter().any(|v| v.0 == c));
-                let reason = if still {
-                    HandoverReason::Nearer
-                } else {
-                    HandoverReason::LostVisibility
-                };
+                let pick = self.vis.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|v| v.0);
+                let still = self.current.is_some_and(|c| self.vis.iter().any(|v| v.0 == c));
+                let reason = if still { HandoverReason::Nearer } else { HandoverReason::LostVisibility };
                 self.switch(t, pick, reason, pos, events);
             }
             Policy::BestPath => {}
@@ -329,18 +288,9 @@ impl Attacher {
     }
 
     /// Sets the serving satellite directly (used by `best-path` routing).
-    pub fn set(
-        &mut self,
-        f: &VisibilityFilter,
-        t: f64,
-        sat: Option<u32>,
-        pos: &[Vec3],
-        events: &mut Vec<Handover>,
-    ) {
+    pub fn set(&mut self, f: &VisibilityFilter, t: f64, sat: Option<u32>, pos: &[Vec3], events: &mut Vec<Handover>) {
         let reason = match self.current {
-            Some(cur) if !f.visible(self.ground, pos[cur as usize]) => {
-                HandoverReason::LostVisibility
-            }
+            Some(cur) if !f.visible(self.ground, pos[cur as usize]) => HandoverReason::LostVisibility,
             _ => HandoverReason::BetterPath,
         };
         self.switch(t, sat, reason, pos, events);
@@ -348,27 +298,12 @@ impl Attacher {
 
     /// Among satellites visible now and at the slot end (so in view for the whole slot, a pass being
     /// one contiguous interval), the best by `criterion`; if none stays, the best visible now.
-    fn best_for_slot(
-        &mut self,
-        f: &VisibilityFilter,
-        now: &[Vec3],
-        end: &[Vec3],
-        crit: SlotCriterion,
-    ) -> Option<u32> {
+    fn best_for_slot(&mut self, f: &VisibilityFilter, now: &[Vec3], end: &[Vec3], crit: SlotCriterion) -> Option<u32> {
         f.visible_into(self.ground, now, &mut self.vis);
         self.cand.clear();
         let g = self.ground;
-        self.cand.extend(
-            self.vis
-                .iter()
-                .copied()
-                .filter(|&(s, _)| f.visible(g, end[s as usize])),
-        );
-        let pool = if self.cand.is_empty() {
-            &self.vis
-        } else {
-            &self.cand
-        };
+        self.cand.extend(self.vis.iter().copied().filter(|&(s, _)| f.visible(g, end[s as usize])));
+        let pool = if self.cand.is_empty() { &self.vis } else { &self.cand };
         match crit {
             SlotCriterion::Nearest => pool.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|v| v.0),
             SlotCriterion::HighestElevation => pool
@@ -379,14 +314,7 @@ impl Attacher {
         }
     }
 
-    fn switch(
-        &mut self,
-        t: f64,
-        to: Option<u32>,
-        reason: HandoverReason,
-        pos: &[Vec3],
-        events: &mut Vec<Handover>,
-    ) {
+    fn switch(&mut self, t: f64, to: Option<u32>, reason: HandoverReason, pos: &[Vec3], events: &mut Vec<Handover>) {
         if !self.started {
             // The initial attachment at the start of a run is not a handover.
             self.started = true;
@@ -400,22 +328,12 @@ impl Attacher {
         let from = self.current;
         if let Some(f) = from {
             if t > self.since {
-                self.slots.push(Slot {
-                    node: self.node,
-                    sat: f,
-                    start_s: self.since,
-                    end_s: t,
-                });
+                self.slots.push(Slot { node: self.node, sat: f, start_s: self.since, end_s: t });
             }
         }
-        let delay = |s: Option<u32>| {
-            s.map_or(0.0, |s| {
-                light_delay_s(distance(self.ground, pos[s as usize]))
-            })
-        };
+        let delay = |s: Option<u32>| s.map_or(0.0, |s| light_delay_s(distance(self.ground, pos[s as usize])));
         let interruption = if from.is_some() && to.is_some() {
-            self.interruption
-                .draw(&mut self.rng, delay(from), delay(to))
+            self.interruption.draw(&mut self.rng, delay(from), delay(to))
         } else {
             0.0
         };
@@ -424,14 +342,7 @@ impl Attacher {
             (None, Some(_)) => HandoverReason::Reacquired,
             _ => reason,
         };
-        events.push(Handover {
-            t_s: t,
-            node: self.node,
-            from,
-            to,
-            reason,
-            interruption_s: interruption,
-        });
+        events.push(Handover { t_s: t, node: self.node, from, to, reason, interruption_s: interruption });
         self.current = to;
         self.since = t;
     }
@@ -440,12 +351,7 @@ impl Attacher {
     pub fn finish(&mut self, end: f64) {
         if let Some(cur) = self.current {
             if end > self.since {
-                self.slots.push(Slot {
-                    node: self.node,
-                    sat: cur,
-                    start_s: self.since,
-                    end_s: end,
-                });
+                self.slots.push(Slot { node: self.node, sat: cur, start_s: self.since, end_s: end });
             }
         }
         self.since = end;

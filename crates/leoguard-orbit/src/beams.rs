@@ -37,8 +37,8 @@ impl Beam {
 impl CellGrid {
     /// A grid at H3 resolution `res` (0..=15).
     pub fn new(res: u8) -> Result<Self, OrbitError> {
-        let res = Resolution::try_from(res)
-            .map_err(|_| OrbitError::invalid("cell_resolution", res, "must be in [0, 15]"))?;
+        let res =
+            Resolution::try_from(res).map_err(|_| OrbitError::invalid("cell_resolution", res, "must be in [0, 15]"))?;
         Ok(CellGrid { res })
     }
 
@@ -50,26 +50,17 @@ impl CellGrid {
     /// The cell containing a point.
     pub fn cell_of(&self, lat_deg: f64, lon_deg: f64) -> Result<u64, OrbitError> {
         let ll = LatLng::new(lat_deg, lon_deg).map_err(|_| {
-            OrbitError::invalid(
-                "latitude/longitude",
-                format!("{lat_deg}, {lon_deg}"),
-                "must be finite",
-            )
+            OrbitError::invalid("latitude/longitude", format!("{lat_deg}, {lon_deg}"), "must be finite")
         })?;
         Ok(u64::from(ll.to_cell(self.res)))
     }
 
     /// Centre of a cell (on the surface).
     pub fn center(cell: u64) -> Result<Geodetic, OrbitError> {
-        let c = CellIndex::try_from(cell).map_err(|_| {
-            OrbitError::invalid("cell", format!("{cell:#x}"), "is not a valid H3 cell index")
-        })?;
+        let c = CellIndex::try_from(cell)
+            .map_err(|_| OrbitError::invalid("cell", format!("{cell:#x}"), "is not a valid H3 cell index"))?;
         let ll = LatLng::from(c);
-        Ok(Geodetic {
-            lat_deg: ll.lat(),
-            lon_deg: ll.lng(),
-            alt_m: 0.0,
-        })
+        Ok(Geodetic { lat_deg: ll.lat(), lon_deg: ll.lng(), alt_m: 0.0 })
     }
 
     /// Distance from the centre of `cell` to a satellite at `sat` (ECEF), metres.
@@ -81,8 +72,7 @@ impl CellGrid {
     pub fn footprint(&self, sat: Vec3, filter: &VisibilityFilter) -> Result<Vec<u64>, OrbitError> {
         let sub = Geodetic::from_ecef(sat);
         let centre = self.cell_of(sub.lat_deg, sub.lon_deg)?;
-        let idx = CellIndex::try_from(centre)
-            .map_err(|_| OrbitError::invalid("cell", centre, "invalid"))?;
+        let idx = CellIndex::try_from(centre).map_err(|_| OrbitError::invalid("cell", centre, "invalid"))?;
         // Ground range of the visibility cone, then enough rings to cover it (centre spacing ~ edge*sqrt 3).
         let e = filter.min_elevation_deg().to_radians();
         let r = EARTH_RADIUS_M + sub.alt_m;
@@ -95,12 +85,7 @@ impl CellGrid {
             .into_iter()
             .filter(|c| {
                 let ll = LatLng::from(*c);
-                let g = Geodetic {
-                    lat_deg: ll.lat(),
-                    lon_deg: ll.lng(),
-                    alt_m: 0.0,
-                }
-                .to_ecef();
+                let g = Geodetic { lat_deg: ll.lat(), lon_deg: ll.lng(), alt_m: 0.0 }.to_ecef();
                 filter.visible(g, sat)
             })
             .map(u64::from)
@@ -126,11 +111,7 @@ impl CellGrid {
                     .iter()
                     .map(|&(s, d)| (s, d, crate::geo::elevation_deg(g, pos[s as usize])))
                     .max_by(|a, b| a.2.total_cmp(&b.2))
-                    .map(|(s, d, _)| Beam {
-                        cell,
-                        sat: s,
-                        distance_m: d,
-                    }))
+                    .map(|(s, d, _)| Beam { cell, sat: s, distance_m: d }))
             })
             .collect()
     }
@@ -151,16 +132,11 @@ mod tests {
         let p0 = c.positions(0.0).unwrap();
         let b0 = grid.assign(&[cell], &p0, &f).unwrap()[0].unwrap();
         // 550 km <= d <= max slant range, thd = 2d/c between ~3.7 and ~7.5 ms.
-        assert!(
-            b0.distance_m >= 550e3 - 1.0 && b0.distance_m <= max_gsl_length_m(550e3, 25.0) + 1.0
-        );
+        assert!(b0.distance_m >= 550e3 - 1.0 && b0.distance_m <= max_gsl_length_m(550e3, 25.0) + 1.0);
         assert!((b0.timeout_s() - 2.0 * b0.distance_m / 299_792_458.0).abs() < 1e-15);
         let p1 = c.positions(5.0).unwrap();
         let d1 = CellGrid::distance_m(cell, p1[b0.sat as usize]).unwrap();
-        assert!(
-            (d1 - b0.distance_m).abs() > 100.0,
-            "distance must change as the satellite moves"
-        );
+        assert!((d1 - b0.distance_m).abs() > 100.0, "distance must change as the satellite moves");
     }
 
     #[test]

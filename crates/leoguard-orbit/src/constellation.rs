@@ -77,18 +77,10 @@ impl Constellation {
     /// Builds a constellation from shells; every shell is validated.
     pub fn new(name: &str, shells: Vec<Shell>, epoch_unix_s: f64) -> Result<Self, OrbitError> {
         if shells.is_empty() {
-            return Err(OrbitError::invalid(
-                "shells",
-                0,
-                "a constellation needs at least one shell",
-            ));
+            return Err(OrbitError::invalid("shells", 0, "a constellation needs at least one shell"));
         }
         if !epoch_unix_s.is_finite() {
-            return Err(OrbitError::invalid(
-                "epoch",
-                epoch_unix_s,
-                "must be a finite Unix time",
-            ));
+            return Err(OrbitError::invalid("epoch", epoch_unix_s, "must be a finite Unix time"));
         }
         let mut sats = Vec::new();
         let mut offsets = Vec::new();
@@ -118,19 +110,10 @@ impl Constellation {
                 }
                 Shell::Tle { sats: tle, .. } => {
                     if tle.is_empty() {
-                        return Err(OrbitError::invalid(
-                            "shells",
-                            "empty TLE shell",
-                            "needs at least one satellite",
-                        ));
+                        return Err(OrbitError::invalid("shells", "empty TLE shell", "needs at least one satellite"));
                     }
                     for (i, t) in tle.iter().enumerate() {
-                        sats.push(SatInfo {
-                            name: t.name.clone(),
-                            shell: si32,
-                            plane: 0,
-                            slot: i as u32,
-                        });
+                        sats.push(SatInfo { name: t.name.clone(), shell: si32, plane: 0, slot: i as u32 });
                     }
                     kin.push(None);
                 }
@@ -156,21 +139,10 @@ impl Constellation {
     }
 
     /// A constellation from TLE text; time zero is the latest TLE epoch unless `epoch_unix_s` is given.
-    pub fn from_tle_text(
-        name: &str,
-        text: &str,
-        epoch_unix_s: Option<f64>,
-    ) -> Result<Self, OrbitError> {
+    pub fn from_tle_text(name: &str, text: &str, epoch_unix_s: Option<f64>) -> Result<Self, OrbitError> {
         let sats = parse_tle_text(text)?;
         let latest = sats.iter().map(|s| s.epoch_unix_s).fold(f64::MIN, f64::max);
-        Constellation::new(
-            name,
-            vec![Shell::Tle {
-                name: name.to_string(),
-                sats,
-            }],
-            epoch_unix_s.unwrap_or(latest),
-        )
+        Constellation::new(name, vec![Shell::Tle { name: name.to_string(), sats }], epoch_unix_s.unwrap_or(latest))
     }
 
     /// Number of satellites.
@@ -241,10 +213,7 @@ impl Constellation {
                 Shell::Walker(w) => w.altitude_km * 1e3,
                 Shell::Tle { sats, .. } => {
                     let o = self.offsets[i];
-                    (o..o + sats.len())
-                        .map(|k| Geodetic::from_ecef(pos[k]).alt_m)
-                        .sum::<f64>()
-                        / sats.len() as f64
+                    (o..o + sats.len()).map(|k| Geodetic::from_ecef(pos[k]).alt_m).sum::<f64>() / sats.len() as f64
                 }
             })
             .collect())
@@ -276,11 +245,7 @@ fn plus_grid(w: &WalkerShell, base: u32, isls: &mut Vec<Isl>) {
     let mut push = |x: u32, y: u32, cross: bool| {
         let (a, b) = if x < y { (x, y) } else { (y, x) };
         if a != b && !isls.iter().rev().take(8).any(|l| l.a == a && l.b == b) {
-            isls.push(Isl {
-                a,
-                b,
-                cross_plane: cross,
-            });
+            isls.push(Isl { a, b, cross_plane: cross });
         }
     };
     let full_ring = (w.raan_spread_deg - 360.0).abs() < 1e-9;
@@ -328,19 +293,12 @@ mod tests {
         let pos = c.positions(0.0).unwrap();
         let len = |l: &Isl| distance(pos[l.a as usize], pos[l.b as usize]);
         let plane = |i: u32| c.satellites()[i as usize].plane;
-        let (seam, inner): (Vec<&Isl>, Vec<&Isl>) = c
-            .isls()
-            .iter()
-            .filter(|l| l.cross_plane)
-            .partition(|l| plane(l.a).abs_diff(plane(l.b)) > 1);
+        let (seam, inner): (Vec<&Isl>, Vec<&Isl>) =
+            c.isls().iter().filter(|l| l.cross_plane).partition(|l| plane(l.a).abs_diff(plane(l.b)) > 1);
         assert_eq!(seam.len(), 22);
         let inner_max = inner.iter().map(|l| len(l)).fold(0.0, f64::max);
         for l in seam {
-            assert!(
-                len(l) <= inner_max * 1.01,
-                "seam ISL {l:?} is {} m, others at most {inner_max} m",
-                len(l)
-            );
+            assert!(len(l) <= inner_max * 1.01, "seam ISL {l:?} is {} m, others at most {inner_max} m", len(l));
         }
     }
 

@@ -48,10 +48,6 @@ pub enum OrbitError {
 impl OrbitError {
     /// Shorthand for [`OrbitError::InvalidParameter`].
     pub fn invalid(field: &'static str, value: impl ToString, reason: &'static str) -> Self {
-        OrbitError::InvalidParameter {
-            field,
-            value: value.to_string(),
-            reason,
-        }
+        OrbitError::InvalidParameter { field, value: value.to_string(), reason }
     }
 }

@@ -68,11 +68,7 @@ impl Geodetic {
     pub fn to_ecef(self) -> Vec3 {
         let (lat, lon) = (self.lat_deg.to_radians(), self.lon_deg.to_radians());
         let r = EARTH_RADIUS_M + self.alt_m;
-        [
-            r * lat.cos() * lon.cos(),
-            r * lat.cos() * lon.sin(),
-            r * lat.sin(),
-        ]
+        [r * lat.cos() * lon.cos(), r * lat.cos() * lon.sin(), r * lat.sin()]
     }
 
     /// The point at ECEF position `p`.
@@ -80,11 +76,7 @@ impl Geodetic {
         let r = norm(p);
         let lat = (p[2] / r).clamp(-1.0, 1.0).asin();
         let lon = p[1].atan2(p[0]);
-        Geodetic {
-            lat_deg: lat.to_degrees(),
-            lon_deg: lon.to_degrees(),
-            alt_m: r - EARTH_RADIUS_M,
-        }
+        Geodetic { lat_deg: lat.to_degrees(), lon_deg: lon.to_degrees(), alt_m: r - EARTH_RADIUS_M }
     }
 }
 
@@ -125,11 +117,7 @@ pub fn max_isl_length_m(alt_m: f64) -> f64 {
 pub fn segment_clears_grazing(a: Vec3, b: Vec3) -> bool {
     let d = sub(b, a);
     let dd = dot(d, d);
-    let t = if dd > 0.0 {
-        (-dot(a, d) / dd).clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
+    let t = if dd > 0.0 { (-dot(a, d) / dd).clamp(0.0, 1.0) } else { 0.0 };
     let c = [a[0] + t * d[0], a[1] + t * d[1], a[2] + t * d[2]];
     dot(c, c) >= (EARTH_RADIUS_M + ISL_GRAZING_ALTITUDE_M).powi(2)
 }
@@ -180,11 +168,7 @@ mod tests {
 
     #[test]
     fn geodetic_round_trip_and_elevation() {
-        let g = Geodetic {
-            lat_deg: 40.7,
-            lon_deg: -74.0,
-            alt_m: 0.0,
-        };
+        let g = Geodetic { lat_deg: 40.7, lon_deg: -74.0, alt_m: 0.0 };
         let back = Geodetic::from_ecef(g.to_ecef());
         assert!((back.lat_deg - g.lat_deg).abs() < 1e-9 && (back.lon_deg - g.lon_deg).abs() < 1e-9);
         let zenith = Geodetic { alt_m: 550e3, ..g }.to_ecef();

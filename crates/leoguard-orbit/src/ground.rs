@@ -54,45 +54,18 @@ pub struct GroundNode {
 
 impl GroundNode {
     /// A validated ground node.
-    pub fn new(
-        name: &str,
-        lat_deg: f64,
-        lon_deg: f64,
-        alt_m: f64,
-        role: Role,
-    ) -> Result<Self, OrbitError> {
+    pub fn new(name: &str, lat_deg: f64, lon_deg: f64, alt_m: f64, role: Role) -> Result<Self, OrbitError> {
         if !(lat_deg.is_finite() && (-90.0..=90.0).contains(&lat_deg)) {
-            return Err(OrbitError::invalid(
-                "latitude",
-                lat_deg,
-                "must be in [-90, 90] degrees",
-            ));
+            return Err(OrbitError::invalid("latitude", lat_deg, "must be in [-90, 90] degrees"));
         }
         if !(lon_deg.is_finite() && (-180.0..=180.0).contains(&lon_deg)) {
-            return Err(OrbitError::invalid(
-                "longitude",
-                lon_deg,
-                "must be in [-180, 180] degrees",
-            ));
+            return Err(OrbitError::invalid("longitude", lon_deg, "must be in [-180, 180] degrees"));
         }
         if !(alt_m.is_finite() && (-500.0..=10_000.0).contains(&alt_m)) {
-            return Err(OrbitError::invalid(
-                "altitude_m",
-                alt_m,
-                "must be in [-500, 10000] metres",
-            ));
+            return Err(OrbitError::invalid("altitude_m", alt_m, "must be in [-500, 10000] metres"));
         }
-        let pos = Geodetic {
-            lat_deg,
-            lon_deg,
-            alt_m,
-        };
-        Ok(GroundNode {
-            name: name.to_string(),
-            pos,
-            role,
-            ecef: pos.to_ecef(),
-        })
+        let pos = Geodetic { lat_deg, lon_deg, alt_m };
+        Ok(GroundNode { name: name.to_string(), pos, role, ecef: pos.to_ecef() })
     }
 
     /// ECEF position.
@@ -105,11 +78,7 @@ impl GroundNode {
 /// Validates a minimum elevation angle.
 pub fn check_min_elevation(min_el_deg: f64) -> Result<(), OrbitError> {
     if !(min_el_deg.is_finite() && (0.0..=90.0).contains(&min_el_deg)) {
-        return Err(OrbitError::invalid(
-            "min_elevation_deg",
-            min_el_deg,
-            "must be in [0, 90] degrees",
-        ));
+        return Err(OrbitError::invalid("min_elevation_deg", min_el_deg, "must be in [0, 90] degrees"));
     }
     Ok(())
 }
@@ -158,9 +127,7 @@ impl VisibilityFilter {
         for (i, &s) in sats.iter().enumerate() {
             // Pre-filter: the satellite direction must lie within the visibility cone around `ground`.
             let sd = dot(s, ground);
-            if sd <= 0.0
-                || sd * sd < self.cos_max_central * self.cos_max_central * dot(s, s) * gn * gn
-            {
+            if sd <= 0.0 || sd * sd < self.cos_max_central * self.cos_max_central * dot(s, s) * gn * gn {
                 continue;
             }
             let d = [s[0] - ground[0], s[1] - ground[1], s[2] - ground[2]];
@@ -185,18 +152,11 @@ mod tests {
 
     #[test]
     fn bad_coordinates_are_rejected_by_name() {
-        let e = GroundNode::new("x", 91.0, 0.0, 0.0, Role::Terminal)
-            .unwrap_err()
-            .to_string();
+        let e = GroundNode::new("x", 91.0, 0.0, 0.0, Role::Terminal).unwrap_err().to_string();
         assert!(e.contains("latitude") && e.contains("91"), "{e}");
-        let e = GroundNode::new("x", 0.0, -181.0, 0.0, Role::Terminal)
-            .unwrap_err()
-            .to_string();
+        let e = GroundNode::new("x", 0.0, -181.0, 0.0, Role::Terminal).unwrap_err().to_string();
         assert!(e.contains("longitude"), "{e}");
-        assert!(check_min_elevation(91.0)
-            .unwrap_err()
-            .to_string()
-            .contains("min_elevation_deg"));
+        assert!(check_min_elevation(91.0).unwrap_err().to_string().contains("min_elevation_deg"));
         assert!(check_min_elevation(-1.0).is_err());
     }
 
@@ -206,20 +166,12 @@ mod tests {
         let f = VisibilityFilter::new(25.0, 550e3).unwrap();
         let max = max_gsl_length_m(550e3, 25.0);
         let mut out = Vec::new();
-        for (lat, lon) in [
-            (40.7, -74.0),
-            (51.5, -0.1),
-            (-33.9, 151.2),
-            (0.0, 0.0),
-            (60.0, 10.0),
-        ] {
+        for (lat, lon) in [(40.7, -74.0), (51.5, -0.1), (-33.9, 151.2), (0.0, 0.0), (60.0, 10.0)] {
             let g = GroundNode::new("g", lat, lon, 0.0, Role::Terminal).unwrap();
             for t in [0.0, 333.3, 2000.0] {
                 let pos = c.positions(t).unwrap();
                 f.visible_into(g.ecef(), &pos, &mut out);
-                let exact: Vec<u32> = (0..pos.len() as u32)
-                    .filter(|&i| f.visible(g.ecef(), pos[i as usize]))
-                    .collect();
+                let exact: Vec<u32> = (0..pos.len() as u32).filter(|&i| f.visible(g.ecef(), pos[i as usize])).collect();
                 let got: Vec<u32> = out.iter().map(|x| x.0).collect();
                 assert_eq!(got, exact);
                 for &(i, d) in &out {

@@ -91,10 +91,7 @@ impl SnapshotGraph {
     /// Neighbours of `v` with the current edge lengths.
     #[inline]
     fn edges(&self, v: u32) -> (&[(u32, u32)], &[f64]) {
-        let (a, b) = (
-            self.adj_start[v as usize] as usize,
-            self.adj_start[v as usize + 1] as usize,
-        );
+        let (a, b) = (self.adj_start[v as usize] as usize, self.adj_start[v as usize + 1] as usize);
         (&self.adj[a..b], &self.adj_len[a..b])
     }
 
@@ -172,12 +169,7 @@ impl Dijkstra {
 
     /// Runs from `sources` until the best exit among `targets` = (satellite, final-hop metres) is
     /// certain: the search stops once the next node is no closer than the best complete path.
-    pub fn run_to(
-        &mut self,
-        g: &SnapshotGraph,
-        sources: &[(u32, f64)],
-        targets: &[(u32, f64)],
-    ) -> Option<(u32, f64)> {
+    pub fn run_to(&mut self, g: &SnapshotGraph, sources: &[(u32, f64)], targets: &[(u32, f64)]) -> Option<(u32, f64)> {
         self.mark(g.node_count(), &[]);
         self.search(g, sources, targets);
         self.best_exit(targets)
@@ -257,9 +249,7 @@ impl Dijkstra {
         }
         // Every pending entry lies in [cur, cur + ring): a relaxation jumps at most max_len / w + 1.
         // A power of two, so that the ring index is a mask rather than a division.
-        let ring = ((g.max_len * inv) as usize + 2)
-            .max(hi - lo + 1)
-            .next_power_of_two();
+        let ring = ((g.max_len * inv) as usize + 2).max(hi - lo + 1).next_power_of_two();
         for b in &mut self.buckets {
             b.clear();
         }
@@ -426,13 +416,7 @@ mod tests {
     fn bucket_queue_and_heap_agree_on_starlink() {
         let c = Constellation::preset("starlink-shell1").unwrap();
         let mut g = SnapshotGraph::new(&c);
-        let (mut a, mut b) = (
-            Dijkstra::default(),
-            Dijkstra {
-                force_heap: true,
-                ..Default::default()
-            },
-        );
+        let (mut a, mut b) = (Dijkstra::default(), Dijkstra { force_heap: true, ..Default::default() });
         for (k, t) in [0.0, 37.3, 1200.0, 4000.0].into_iter().enumerate() {
             let pos = c.positions(t).unwrap();
             g.update(&c, &pos);
@@ -448,16 +432,10 @@ mod tests {
             let mut c2 = Dijkstra::default();
             c2.run_until(&g, &src, &wanted);
             for w in wanted {
-                assert!(
-                    (c2.dist[w as usize] - b.dist[w as usize]).abs() < 1e-3,
-                    "t={t} wanted {w}"
-                );
+                assert!((c2.dist[w as usize] - b.dist[w as usize]).abs() < 1e-3, "t={t} wanted {w}");
             }
             let tg = [(1000u32, 600e3), (1500u32, 700e3)];
-            assert_eq!(
-                a.run_to(&g, &src, &tg).map(|x| x.0),
-                b.run_to(&g, &src, &tg).map(|x| x.0)
-            );
+            assert_eq!(a.run_to(&g, &src, &tg).map(|x| x.0), b.run_to(&g, &src, &tg).map(|x| x.0));
         }
     }
 

@@ -34,26 +34,14 @@ impl TimelineOptions {
             return Err(OrbitError::invalid("step_s", self.step_s, "must be > 0"));
         }
         if !(self.duration_s.is_finite() && self.duration_s > 0.0) {
-            return Err(OrbitError::invalid(
-                "duration_s",
-                self.duration_s,
-                "must be > 0",
-            ));
+            return Err(OrbitError::invalid("duration_s", self.duration_s, "must be > 0"));
         }
         if self.step_s > self.duration_s {
-            return Err(OrbitError::invalid(
-                "step_s",
-                self.step_s,
-                "must not exceed duration_s",
-            ));
+            return Err(OrbitError::invalid("step_s", self.step_s, "must not exceed duration_s"));
         }
         let n = (self.duration_s / self.step_s + 1e-9).floor();
         if n > 50_000_000.0 {
-            return Err(OrbitError::invalid(
-                "step_s",
-                self.step_s,
-                "gives more than 50 million steps",
-            ));
+            return Err(OrbitError::invalid("step_s", self.step_s, "gives more than 50 million steps"));
         }
         crate::ground::check_min_elevation(self.min_elevation_deg)?;
         self.policy.validate()?;
@@ -127,15 +115,10 @@ pub fn path_timeline(
     let mut graph = SnapshotGraph::new(c);
     let mut dj = Dijkstra::default();
     let mut memo = PositionMemo::default();
-    let mut ends = [
-        Attacher::new(0, a, o.policy, o.interruption, o.seed),
-        Attacher::new(1, b, o.policy, o.interruption, o.seed),
-    ];
+    let mut ends =
+        [Attacher::new(0, a, o.policy, o.interruption, o.seed), Attacher::new(1, b, o.policy, o.interruption, o.seed)];
     let (ga, gb) = (a.ecef(), b.ecef());
-    let mut out = PathTimeline {
-        steps: Vec::with_capacity(n),
-        ..Default::default()
-    };
+    let mut out = PathTimeline { steps: Vec::with_capacity(n), ..Default::default() };
     let mut pos = Vec::new();
     let (mut src, mut dst) = (Vec::new(), Vec::new());
     let mut sats = Vec::new();
@@ -158,20 +141,14 @@ pub fn path_timeline(
             }
         }
         let best = dj.run_to(&graph, &src, &dst);
-        let mut step = PathStep {
-            t_s: t,
-            ..Default::default()
-        };
+        let mut step = PathStep { t_s: t, ..Default::default() };
         if let Some((exit, _)) = best {
             dj.path_into(exit, &mut sats);
             let first = sats[0];
             let up = src.iter().find(|s| s.0 == first).map_or(f64::NAN, |s| s.1);
             step.hop_delays_s.push(light_delay_s(up));
             for w in sats.windows(2) {
-                step.hop_delays_s.push(light_delay_s(distance(
-                    pos[w[0] as usize],
-                    pos[w[1] as usize],
-                )));
+                step.hop_delays_s.push(light_delay_s(distance(pos[w[0] as usize], pos[w[1] as usize])));
             }
             step.hop_delays_s.push(light_delay_s(gsl(gb, &pos, exit)));
             step.sats.clone_from(&sats);
@@ -199,8 +176,7 @@ pub fn path_timeline(
         e.finish(end);
         out.slots.append(&mut e.slots);
     }
-    out.handovers
-        .sort_by(|x, y| x.t_s.total_cmp(&y.t_s).then(x.node.cmp(&y.node)));
+    out.handovers.sort_by(|x, y| x.t_s.total_cmp(&y.t_s).then(x.node.cmp(&y.node)));
     Ok(out)
 }
 
@@ -211,20 +187,13 @@ pub fn attachment_schedule(
     o: &TimelineOptions,
 ) -> Result<(Vec<Slot>, Vec<Handover>), OrbitError> {
     if o.policy == Policy::BestPath {
-        return Err(OrbitError::invalid(
-            "policy",
-            "best-path",
-            "depends on a peer; use a path timeline",
-        ));
+        return Err(OrbitError::invalid("policy", "best-path", "depends on a peer; use a path timeline"));
     }
     let n = o.steps()?;
     let filter = VisibilityFilter::new(o.min_elevation_deg, max_altitude_m(c)?)?;
     let mut memo = PositionMemo::default();
-    let mut att: Vec<Attacher> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, g)| Attacher::new(i as u32, g, o.policy, o.interruption, o.seed))
-        .collect();
+    let mut att: Vec<Attacher> =
+        nodes.iter().enumerate().map(|(i, g)| Attacher::new(i as u32, g, o.policy, o.interruption, o.seed)).collect();
     let mut events = Vec::new();
     let mut pos = Vec::new();
     for k in 0..n {
@@ -277,11 +246,7 @@ pub fn route_all_pairs(
     let mut order: Vec<usize> = (0..nodes.len()).collect();
     order.sort_by(|&x, &y| nodes[x].pos.lon_deg.total_cmp(&nodes[y].pos.lon_deg));
     let m = nodes.len();
-    let mut st = AllPairsStats {
-        snapshots: n,
-        pairs: m * m.saturating_sub(1) / 2,
-        ..Default::default()
-    };
+    let mut st = AllPairsStats { snapshots: n, pairs: m * m.saturating_sub(1) / 2, ..Default::default() };
     for k in 0..n {
         c.positions_into(o.t(k), &mut pos)?;
         graph.update(c, &pos);

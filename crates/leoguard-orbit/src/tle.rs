@@ -34,38 +34,23 @@ pub fn tle_checksum(line: &str) -> u32 {
 }
 
 fn check_line(line: &str, lineno: usize, want: char) -> Result<(), OrbitError> {
-    let err = |reason: String| OrbitError::Tle {
-        line: lineno,
-        reason,
-    };
+    let err = |reason: String| OrbitError::Tle { line: lineno, reason };
     if !line.is_ascii() {
         return Err(err("contains non-ASCII characters".into()));
     }
     if line.len() != 69 {
-        return Err(err(format!(
-            "line {want} must be 69 characters long, found {}",
-            line.len()
-        )));
+        return Err(err(format!("line {want} must be 69 characters long, found {}", line.len())));
     }
     if !line.starts_with(want) {
-        return Err(err(format!(
-            "expected line number {want} in column 1, found '{}'",
-            &line[..1]
-        )));
+        return Err(err(format!("expected line number {want} in column 1, found '{}'", &line[..1])));
     }
     let given = line.as_bytes()[68];
     if !given.is_ascii_digit() {
-        return Err(err(format!(
-            "checksum column 69 is '{}', not a digit",
-            given as char
-        )));
+        return Err(err(format!("checksum column 69 is '{}', not a digit", given as char)));
     }
     let computed = tle_checksum(line);
     if u32::from(given - b'0') != computed {
-        return Err(err(format!(
-            "bad checksum: column 69 says {}, computed {computed}",
-            given as char
-        )));
+        return Err(err(format!("bad checksum: column 69 says {}, computed {computed}", given as char)));
     }
     Ok(())
 }
@@ -79,19 +64,13 @@ pub fn parse_tle_text(text: &str) -> Result<Vec<TleSatellite>, OrbitError> {
         .filter(|(_, l)| !l.trim().is_empty())
         .collect();
     if lines.is_empty() {
-        return Err(OrbitError::Tle {
-            line: 0,
-            reason: "file contains no TLE".into(),
-        });
+        return Err(OrbitError::Tle { line: 0, reason: "file contains no TLE".into() });
     }
     if lines.len() % 3 != 0 {
         let (n, _) = lines[lines.len() - lines.len() % 3];
         return Err(OrbitError::Tle {
             line: n,
-            reason: format!(
-                "expected 3 lines per satellite (name, line 1, line 2); {} left over",
-                lines.len() % 3
-            ),
+            reason: format!("expected 3 lines per satellite (name, line 1, line 2); {} left over", lines.len() % 3),
         });
     }
     let mut out = Vec::with_capacity(lines.len() / 3);
@@ -108,21 +87,13 @@ pub fn parse_tle_text(text: &str) -> Result<Vec<TleSatellite>, OrbitError> {
         check_line(l1, n1, '1')?;
         check_line(l2, n2, '2')?;
         if l1[2..7] != l2[2..7] {
-            return Err(OrbitError::Tle {
-                line: n2,
-                reason: "catalogue numbers of line 1 and line 2 differ".into(),
-            });
+            return Err(OrbitError::Tle { line: n2, reason: "catalogue numbers of line 1 and line 2 differ".into() });
         }
         let name = name.trim_start_matches("0 ").trim().to_string();
         let elements = sgp4::Elements::from_tle(Some(name.clone()), l1.as_bytes(), l2.as_bytes())
-            .map_err(|e| OrbitError::Tle {
-            line: n1,
-            reason: e.to_string(),
-        })?;
-        let constants = sgp4::Constants::from_elements(&elements).map_err(|e| OrbitError::Tle {
-            line: n2,
-            reason: e.to_string(),
-        })?;
+            .map_err(|e| OrbitError::Tle { line: n1, reason: e.to_string() })?;
+        let constants = sgp4::Constants::from_elements(&elements)
+            .map_err(|e| OrbitError::Tle { line: n2, reason: e.to_string() })?;
         let epoch_unix_s = elements.datetime.and_utc().timestamp_micros() as f64 * 1e-6;
         out.push(TleSatellite {
             name,
@@ -140,19 +111,12 @@ impl TleSatellite {
     /// TEME position (metres) at a Unix time.
     pub fn teme(&self, unix_s: f64) -> Result<Vec3, OrbitError> {
         let minutes = (unix_s - self.epoch_unix_s) / 60.0;
-        let p = self
-            .constants
-            .propagate(sgp4::MinutesSinceEpoch(minutes))
-            .map_err(|e| OrbitError::Propagation {
-                sat: self.name.clone(),
-                minutes,
-                reason: e.to_string(),
-            })?;
-        Ok([
-            p.position[0] * 1e3,
-            p.position[1] * 1e3,
-            p.position[2] * 1e3,
-        ])
+        let p = self.constants.propagate(sgp4::MinutesSinceEpoch(minutes)).map_err(|e| OrbitError::Propagation {
+            sat: self.name.clone(),
+            minutes,
+            reason: e.to_string(),
+        })?;
+        Ok([p.position[0] * 1e3, p.position[1] * 1e3, p.position[2] * 1e3])
     }
 
     /// ECEF position (metres) at a Unix time: TEME rotated by GMST (polar motion ignored).
@@ -173,9 +137,7 @@ pub fn format_circular_tle(
     mean_motion_rev_day: f64,
 ) -> (String, String) {
     let yy = epoch_year % 100;
-    let body1 = format!(
-        "1 {norad_id:05}U 00000A   {yy:02}{epoch_day:012.8}  .00000000  00000-0  00000-0 0  999"
-    );
+    let body1 = format!("1 {norad_id:05}U 00000A   {yy:02}{epoch_day:012.8}  .00000000  00000-0  00000-0 0  999");
     let body2 = format!(
         "2 {norad_id:05} {inc:8.4} {raan:8.4} 0000001 {argp:8.4} {ma:8.4} {mm:11.8}    0",
         inc = inclination_deg,

@@ -56,51 +56,27 @@ impl WalkerShell {
     /// Checks every parameter and names the first that is wrong.
     pub fn validate(&self) -> Result<(), OrbitError> {
         if !(self.altitude_km.is_finite() && self.altitude_km > 0.0) {
-            return Err(OrbitError::invalid(
-                "altitude_km",
-                self.altitude_km,
-                "must be > 0",
-            ));
+            return Err(OrbitError::invalid("altitude_km", self.altitude_km, "must be > 0"));
         }
         if self.altitude_km > 100_000.0 {
-            return Err(OrbitError::invalid(
-                "altitude_km",
-                self.altitude_km,
-                "must be <= 100000 (LEO/MEO)",
-            ));
+            return Err(OrbitError::invalid("altitude_km", self.altitude_km, "must be <= 100000 (LEO/MEO)"));
         }
         if !(self.inclination_deg.is_finite() && (0.0..=180.0).contains(&self.inclination_deg)) {
-            return Err(OrbitError::invalid(
-                "inclination_deg",
-                self.inclination_deg,
-                "must be in [0, 180]",
-            ));
+            return Err(OrbitError::invalid("inclination_deg", self.inclination_deg, "must be in [0, 180]"));
         }
         if self.planes == 0 {
             return Err(OrbitError::invalid("planes", self.planes, "must be >= 1"));
         }
         if self.sats_per_plane == 0 {
-            return Err(OrbitError::invalid(
-                "sats_per_plane",
-                self.sats_per_plane,
-                "must be >= 1",
-            ));
+            return Err(OrbitError::invalid("sats_per_plane", self.sats_per_plane, "must be >= 1"));
         }
         if let Phasing::Walker(f) = self.phasing {
             if f >= self.planes {
-                return Err(OrbitError::invalid(
-                    "phasing",
-                    f,
-                    "Walker F must be in [0, planes - 1]",
-                ));
+                return Err(OrbitError::invalid("phasing", f, "Walker F must be in [0, planes - 1]"));
             }
         }
         if !(self.raan_spread_deg > 0.0 && self.raan_spread_deg <= 360.0) {
-            return Err(OrbitError::invalid(
-                "raan_spread_deg",
-                self.raan_spread_deg,
-                "must be in (0, 360]",
-            ));
+            return Err(OrbitError::invalid("raan_spread_deg", self.raan_spread_deg, "must be in (0, 360]"));
         }
         Ok(())
     }
@@ -162,15 +138,7 @@ impl WalkerShell {
                 u0.push(u);
             }
         }
-        WalkerKinematics {
-            radius_m: a,
-            cos_i: i.cos(),
-            sin_i: i.sin(),
-            u_rate,
-            raan_rate,
-            raan0,
-            u0,
-        }
+        WalkerKinematics { radius_m: a, cos_i: i.cos(), sin_i: i.sin(), u_rate, raan_rate, raan0, u0 }
     }
 }
 
@@ -183,11 +151,7 @@ impl WalkerKinematics {
         let (su, cu) = u.sin_cos();
         let (so, co) = raan.sin_cos();
         let r = self.radius_m;
-        [
-            r * (co * cu - so * su * self.cos_i),
-            r * (so * cu + co * su * self.cos_i),
-            r * (su * self.sin_i),
-        ]
+        [r * (co * cu - so * su * self.cos_i), r * (so * cu + co * su * self.cos_i), r * (su * self.sin_i)]
     }
 }
 
@@ -206,102 +170,21 @@ pub fn preset(name: &str) -> Result<Vec<WalkerShell>, OrbitError> {
     };
     Ok(match name {
         // REFERENCE.md: 550 km, 53 deg, 72 x 22; an IETF draft writes it D:550:53.0:1584/22/17.
-        "starlink-shell1" => vec![shell(
-            "starlink-shell1",
-            550.0,
-            53.0,
-            72,
-            22,
-            Phasing::Walker(17),
-            360.0,
-            true,
-        )],
+        "starlink-shell1" => vec![shell("starlink-shell1", 550.0, 53.0, 72, 22, Phasing::Walker(17), 360.0, true)],
         // Starlink's first-generation filing, five shells (shell 1 above plus four more).
         "starlink-gen1" => vec![
-            shell(
-                "starlink-s1",
-                550.0,
-                53.0,
-                72,
-                22,
-                Phasing::Walker(17),
-                360.0,
-                true,
-            ),
-            shell(
-                "starlink-s2",
-                540.0,
-                53.2,
-                72,
-                22,
-                Phasing::Walker(17),
-                360.0,
-                true,
-            ),
-            shell(
-                "starlink-s3",
-                570.0,
-                70.0,
-                36,
-                20,
-                Phasing::Walker(11),
-                360.0,
-                true,
-            ),
-            shell(
-                "starlink-s4",
-                560.0,
-                97.6,
-                6,
-                58,
-                Phasing::Walker(1),
-                360.0,
-                true,
-            ),
-            shell(
-                "starlink-s5",
-                560.0,
-                97.6,
-                4,
-                43,
-                Phasing::Walker(1),
-                360.0,
-                true,
-            ),
+            shell("starlink-s1", 550.0, 53.0, 72, 22, Phasing::Walker(17), 360.0, true),
+            shell("starlink-s2", 540.0, 53.2, 72, 22, Phasing::Walker(17), 360.0, true),
+            shell("starlink-s3", 570.0, 70.0, 36, 20, Phasing::Walker(11), 360.0, true),
+            shell("starlink-s4", 560.0, 97.6, 6, 58, Phasing::Walker(1), 360.0, true),
+            shell("starlink-s5", 560.0, 97.6, 4, 43, Phasing::Walker(1), 360.0, true),
         ],
         // REFERENCE.md: Kuiper K1, 630 km, 51.9 deg, 34 x 34.
-        "kuiper" => vec![shell(
-            "kuiper-k1",
-            630.0,
-            51.9,
-            34,
-            34,
-            Phasing::Walker(1),
-            360.0,
-            true,
-        )],
+        "kuiper" => vec![shell("kuiper-k1", 630.0, 51.9, 34, 34, Phasing::Walker(1), 360.0, true)],
         // REFERENCE.md: OneWeb phase 1, 1200 km, 87.9 deg, 18 x 36, near-polar star, bent pipe.
-        "oneweb" => vec![shell(
-            "oneweb",
-            1200.0,
-            87.9,
-            18,
-            36,
-            Phasing::HalfSlotAlternating,
-            180.0,
-            false,
-        )],
+        "oneweb" => vec![shell("oneweb", 1200.0, 87.9, 18, 36, Phasing::HalfSlotAlternating, 180.0, false)],
         // REFERENCE.md: Telesat, 1015 km, 98.98 deg, 27 x 13 (near-polar star).
-        "telesat" => vec![shell(
-            "telesat",
-            1015.0,
-            98.98,
-            27,
-            13,
-            Phasing::HalfSlotAlternating,
-            180.0,
-            true,
-        )],
+        "telesat" => vec![shell("telesat", 1015.0, 98.98, 27, 13, Phasing::HalfSlotAlternating, 180.0, true)],
         _ => {
             return Err(OrbitError::Unknown {
                 kind: "constellation preset",
@@ -313,13 +196,7 @@ pub fn preset(name: &str) -> Result<Vec<WalkerShell>, OrbitError> {
 }
 
 /// Names accepted by [`preset`].
-pub const PRESETS: &[&str] = &[
-    "starlink-shell1",
-    "starlink-gen1",
-    "kuiper",
-    "oneweb",
-    "telesat",
-];
+pub const PRESETS: &[&str] = &["starlink-shell1", "starlink-gen1", "kuiper", "oneweb", "telesat"];
 
 #[cfg(test)]
 mod tests {
@@ -328,10 +205,7 @@ mod tests {
 
     #[test]
     fn presets_validate_and_have_expected_sizes() {
-        let sizes: Vec<usize> = PRESETS
-            .iter()
-            .map(|p| preset(p).unwrap().iter().map(WalkerShell::len).sum())
-            .collect();
+        let sizes: Vec<usize> = PRESETS.iter().map(|p| preset(p).unwrap().iter().map(WalkerShell::len).sum()).collect();
         assert_eq!(sizes, vec![1584, 4408, 1156, 648, 351]);
         for p in PRESETS {
             for s in preset(p).unwrap() {
@@ -351,10 +225,7 @@ mod tests {
             let p1 = k.eci(sat, period);
             let half = k.eci(sat, period / 2.0);
             assert!(crate::geo::distance(p0, p1) < 1e-3, "not periodic");
-            assert!(
-                crate::geo::distance(p0, half) > 13_000e3,
-                "half a period should be opposite"
-            );
+            assert!(crate::geo::distance(p0, half) > 13_000e3, "half a period should be opposite");
             assert!((norm(half) - (crate::geo::EARTH_RADIUS_M + 550e3)).abs() < 1e-6);
         }
     }
@@ -363,18 +234,10 @@ mod tests {
     fn validation_names_the_field() {
         let mut s = preset("kuiper").unwrap().remove(0);
         s.altitude_km = 0.0;
-        assert!(s
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("altitude_km"));
+        assert!(s.validate().unwrap_err().to_string().contains("altitude_km"));
         s.altitude_km = 500.0;
         s.inclination_deg = 181.0;
-        assert!(s
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("inclination_deg"));
+        assert!(s.validate().unwrap_err().to_string().contains("inclination_deg"));
         s.inclination_deg = 50.0;
         s.planes = 0;
         assert!(s.validate().unwrap_err().to_string().contains("planes"));

@@ -4,8 +4,7 @@ use leoguard_orbit::attach::InterruptionModel;
 use leoguard_orbit::geo::{great_circle_m, SPEED_OF_LIGHT_M_S};
 use leoguard_orbit::routing::{Dijkstra, SnapshotGraph};
 use leoguard_orbit::{
-    path_timeline, Constellation, GroundNode, Phasing, Policy, Role, Shell, TimelineOptions,
-    WalkerShell,
+    path_timeline, Constellation, GroundNode, Phasing, Policy, Role, Shell, TimelineOptions, WalkerShell,
 };
 use proptest::prelude::*;
 

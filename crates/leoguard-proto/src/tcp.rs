@@ -117,6 +117,8 @@ pub struct TcpSender {
     /// Retransmissions in send order, for RACK.
     retx: VecDeque<(u64, Instant)>,
     highest_sacked: u64,
+    /// Originals below this sequence number have been classified by the DupThresh scan.
+    loss_scan_seq: u64,
     srtt: Option<Duration>,
     rttvar: Duration,
     min_rtt: Duration,
@@ -149,6 +151,7 @@ impl TcpSender {
             lost: BinaryHeap::new(),
             retx: VecDeque::new(),
             highest_sacked: 0,
+            loss_scan_seq: 0,
             srtt: None,
             rttvar: Duration::ZERO,
             min_rtt: Duration(u64::MAX),
@@ -229,11 +232,7 @@ impl TcpSender {
             s.lost = false;
             s.retrans = true;
             s.sent_at = now;
-            let seg = Segment {
-                seq: s.seq,
-                len: s.len,
-                retransmission: true,
-            };
+            let seg = Segment { seq: s.seq, len: s.len, retransmission: true };
             self.retx.push_back((seg.seq, now));
             self.stats.retransmissions += 1;
             self.on_emit(now, len);
@@ -252,11 +251,7 @@ impl TcpSender {
             self.first_sent_time = now;
             self.delivered_time = now;
         }
-        let seg = Segment {
-            seq: self.snd_nxt,
-            len: len as u32,
-            retransmission: false,
-        };
+        let seg = Segment { seq: self.snd_nxt, len: len as u32, retransmission: false };
         self.flight.push_back(Sent {
             seq: seg.seq,
             len: seg.len,
@@ -346,10 +341,7 @@ impl TcpSender {
             if front.seq + u64::from(front.len) > ack.cum {
                 break;
             }
-            let s = self
-                .flight
-                .pop_front()
-                .unwrap_or_else(|| unreachable!("front exists"));
+            let s = self.flight.pop_front().unwrap_or_else(|| unreachable!("front exists"));
             if !s.sacked {
                 bytes_acked += u64::from(s.len);
                 if !s.lost {
@@ -422,11 +414,7 @@ impl TcpSender {
                 in_flight: self.pipe,
                 rtt,
                 srtt: self.srtt.unwrap_or(Duration::ZERO),
-                min_rtt: if self.min_rtt.0 == u64::MAX {
-                    Duration::ZERO
-                } else {
-                    self.min_rtt
-                },
+                min_rtt: if self.min_rtt.0 == u64::MAX { Duration::ZERO } else { self.min_rtt },
                 rate,
                 in_recovery: self.in_recovery,
             };
@@ -445,10 +433,7 @@ impl TcpSender {
             None => (r, Duration(r.0 / 2)),
             Some(s) => {
                 let err = s.0.abs_diff(r.0);
-                (
-                    Duration(s.0 - s.0 / 8 + r.0 / 8),
-                    Duration(self.rttvar.0 - self.rttvar.0 / 4 + err / 4),
-                )
+                (Duration(s.0 - s.0 / 8 + r.0 / 8), Duration(self.rttvar.0 - self.rttvar.0 / 4 + err / 4))
             }
         };
         self.srtt = Some(srtt);
@@ -460,12 +445,15 @@ impl TcpSender {
     fn detect_losses(&mut self, now: Instant, newest_delivered_sent_at: Instant) {
         let thresh = 3 * u64::from(self.cfg.mss);
         let mut newly = false;
-        // Originals: DupThresh by SACKed bytes above them. Scan from the front; stop at the first
-        // segment too close to the highest SACK.
-        for s in self.flight.iter_mut() {
+        // Originals: DupThresh by SACKed bytes above them. Each original is classified once, so the
+        // scan resumes where the last one stopped (a cursor, not a walk from the front every ACK).
+        let from = self.flight.partition_point(|s| s.seq < self.loss_scan_seq);
+        for s in self.flight.range_mut(from..) {
+            self.loss_scan_seq = s.seq;
             if s.seq + u64::from(s.len) + thresh > self.highest_sacked {
                 break;
             }
+            self.loss_scan_seq = s.seq + 1;
             if !s.sacked && !s.lost && !s.retrans {
                 s.lost = true;
                 self.pipe -= u64::from(s.len);
@@ -598,11 +586,7 @@ impl TcpReceiver {
     fn ack(&mut self) -> Ack {
         self.unacked = 0;
         self.delack_deadline = None;
-        let mut a = Ack {
-            cum: self.rcv_nxt,
-            rwnd: self.cfg.rwnd,
-            ..Default::default()
-        };
+        let mut a = Ack { cum: self.rcv_nxt, rwnd: self.cfg.rwnd, ..Default::default() };
         // RFC 2018: the block with the latest segment first, then the others, highest first.
         let mut blocks: Vec<(u64, u64)> = Vec::with_capacity(3);
         if let Some(lb) = self.last_block {
@@ -689,14 +673,7 @@ mod tests {
         blackout: Option<(Instant, Instant)>,
     ) -> Outcome {
         let cfg = TcpConfig::default();
-        let mut tx = TcpSender::new(
-            cfg,
-            Box::new(Aimd {
-                cwnd: 10 * 1448,
-                mss: 1448,
-            }),
-            Some(bytes),
-        );
+        let mut tx = TcpSender::new(cfg, Box::new(Aimd { cwnd: 10 * 1448, mss: 1448 }), Some(bytes));
         let mut rx = TcpReceiver::new(cfg);
         // Events: time -> list of (is_ack, seg or ack).
         let mut data: BTreeMap<(Instant, u64), Segment> = BTreeMap::new();
@@ -708,15 +685,11 @@ mod tests {
         while !tx.is_done() {
             while let Some(seg) = tx.poll_transmit(now) {
                 let start = now.max(link_free);
-                link_free = start
-                    + rate
-                        .transmission_time(Bytes(u64::from(seg.len) + 52))
-                        .unwrap();
+                link_free = start + rate.transmission_time(Bytes(u64::from(seg.len) + 52)).unwrap();
                 if seg.retransmission {
                     retx.push((k, seg.seq));
                 }
-                let lost = drops.contains(&k)
-                    || blackout.is_some_and(|(a, b)| link_free >= a && link_free < b);
+                let lost = drops.contains(&k) || blackout.is_some_and(|(a, b)| link_free >= a && link_free < b);
                 k += 1;
                 if !lost {
                     data.insert((link_free + delay, n), seg);
@@ -759,24 +732,12 @@ mod tests {
             }
             tx.handle_timeout(now);
         }
-        Outcome {
-            tx,
-            rx,
-            done_at: now,
-            delivered_order_ok: order_ok,
-            retx,
-        }
+        Outcome { tx, rx, done_at: now, delivered_order_ok: order_ok, retx }
     }
 
     #[test]
     fn lossless_transfer_delivers_everything_once_and_estimates_rtt() {
-        let o = transfer(
-            2_000_000,
-            Bps::mbps(100),
-            Duration::from_millis(20),
-            &[],
-            None,
-        );
+        let o = transfer(2_000_000, Bps::mbps(100), Duration::from_millis(20), &[], None);
         assert_eq!(o.rx.delivered, 2_000_000);
         assert_eq!(o.rx.duplicates, 0);
         assert_eq!(o.tx.stats.retransmissions, 0);
@@ -791,13 +752,7 @@ mod tests {
     #[test]
     fn isolated_losses_are_repaired_by_sack_without_spurious_retransmissions_or_rto() {
         let drops = [30, 31, 90, 200, 350];
-        let o = transfer(
-            1_000_000,
-            Bps::mbps(50),
-            Duration::from_millis(10),
-            &drops,
-            None,
-        );
+        let o = transfer(1_000_000, Bps::mbps(50), Duration::from_millis(10), &drops, None);
         assert_eq!(o.rx.delivered, 1_000_000);
         assert_eq!(o.tx.stats.retransmissions, drops.len() as u64);
         assert_eq!(o.rx.duplicates, 0, "no segment needlessly sent twice");
@@ -807,32 +762,14 @@ mod tests {
 
     #[test]
     fn a_lost_retransmission_is_detected_without_waiting_for_the_rto() {
-        let first = transfer(
-            600_000,
-            Bps::mbps(50),
-            Duration::from_millis(10),
-            &[40],
-            None,
-        );
+        let first = transfer(600_000, Bps::mbps(50), Duration::from_millis(10), &[40], None);
         assert_eq!(first.retx.len(), 1);
         let (k, seq) = first.retx[0];
         // Same run, but the retransmission is dropped as well.
-        let o = transfer(
-            600_000,
-            Bps::mbps(50),
-            Duration::from_millis(10),
-            &[40, k],
-            None,
-        );
-        assert_eq!(
-            o.retx.iter().map(|r| r.1).collect::<Vec<_>>(),
-            vec![seq, seq]
-        );
+        let o = transfer(600_000, Bps::mbps(50), Duration::from_millis(10), &[40, k], None);
+        assert_eq!(o.retx.iter().map(|r| r.1).collect::<Vec<_>>(), vec![seq, seq]);
         assert_eq!(o.rx.delivered, 600_000);
-        assert_eq!(
-            o.tx.stats.rtos, 0,
-            "RACK re-detects the lost retransmission"
-        );
+        assert_eq!(o.tx.stats.rtos, 0, "RACK re-detects the lost retransmission");
         assert_eq!(o.rx.duplicates, 0);
     }
 

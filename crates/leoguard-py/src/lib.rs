@@ -6,9 +6,7 @@ use leoguard_orbit::beams::CellGrid;
 use leoguard_orbit::constellation::{Constellation, Shell};
 use leoguard_orbit::geo::{kepler_period_s, Geodetic};
 use leoguard_orbit::ground::{GroundNode, Role, VisibilityFilter};
-use leoguard_orbit::timeline::{
-    attachment_schedule, path_timeline, route_all_pairs, TimelineOptions,
-};
+use leoguard_orbit::timeline::{attachment_schedule, path_timeline, route_all_pairs, TimelineOptions};
 use leoguard_orbit::tle::{format_circular_tle, parse_tle_text, tle_checksum};
 use leoguard_orbit::walker::{Phasing, WalkerShell};
 use leoguard_orbit::{Handover, OrbitError};
@@ -20,12 +18,7 @@ use pyo3::types::{PyDict, PyList};
 
 mod sim;
 
-create_exception!(
-    _core,
-    LeoguardError,
-    PyValueError,
-    "A leoguard input or model error; the message names the field."
-);
+create_exception!(_core, LeoguardError, PyValueError, "A leoguard input or model error; the message names the field.");
 
 fn err(e: OrbitError) -> PyErr {
     LeoguardError::new_err(e.to_string())
@@ -38,15 +31,10 @@ fn ground(n: &Node) -> PyResult<GroundNode> {
     GroundNode::new(&n.0, n.1, n.2, 0.0, role).map_err(err)
 }
 
-pub(crate) fn get<'py, T: FromPyObject<'py>>(
-    d: &Bound<'py, PyDict>,
-    key: &str,
-) -> PyResult<Option<T>> {
+pub(crate) fn get<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<T>> {
     match d.get_item(key)? {
         Some(v) if !v.is_none() => {
-            Ok(Some(v.extract().map_err(|e| {
-                LeoguardError::new_err(format!("invalid {key}: {e}"))
-            })?))
+            Ok(Some(v.extract().map_err(|e| LeoguardError::new_err(format!("invalid {key}: {e}")))?))
         }
         _ => Ok(None),
     }
@@ -75,19 +63,19 @@ fn shell_from_dict(d: &Bound<'_, PyDict>, i: usize) -> PyResult<Shell> {
                     )));
                 }
             } else {
-                let f: i64 = v.extract().map_err(|_| {
-                    LeoguardError::new_err("invalid phasing: use an integer F or 'half-slot'")
-                })?;
-                Phasing::Walker(u32::try_from(f).map_err(|_| {
-                    LeoguardError::new_err(format!("invalid phasing = {f}: must be >= 0"))
-                })?)
+                let f: i64 = v
+                    .extract()
+                    .map_err(|_| LeoguardError::new_err("invalid phasing: use an integer F or 'half-slot'"))?;
+                Phasing::Walker(
+                    u32::try_from(f)
+                        .map_err(|_| LeoguardError::new_err(format!("invalid phasing = {f}: must be >= 0")))?,
+                )
             }
         }
     };
     let count = |key: &str| -> PyResult<u32> {
         let v: i64 = need(d, key)?;
-        u32::try_from(v)
-            .map_err(|_| LeoguardError::new_err(format!("invalid {key} = {v}: must be >= 1")))
+        u32::try_from(v).map_err(|_| LeoguardError::new_err(format!("invalid {key} = {v}: must be >= 1")))
     };
     Ok(Shell::Walker(WalkerShell {
         name,
@@ -102,30 +90,15 @@ fn shell_from_dict(d: &Bound<'_, PyDict>, i: usize) -> PyResult<Shell> {
     }))
 }
 
-fn handovers_dict<'py>(
-    py: Python<'py>,
-    hs: &[Handover],
-    names: &[String],
-) -> PyResult<Bound<'py, PyDict>> {
+fn handovers_dict<'py>(py: Python<'py>, hs: &[Handover], names: &[String]) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     let sat = |s: Option<u32>| s.map(|s| names[s as usize].clone());
     d.set_item("t_s", hs.iter().map(|h| h.t_s).collect::<Vec<_>>())?;
     d.set_item("node", hs.iter().map(|h| h.node).collect::<Vec<_>>())?;
-    d.set_item(
-        "from_sat",
-        hs.iter().map(|h| sat(h.from)).collect::<Vec<_>>(),
-    )?;
+    d.set_item("from_sat", hs.iter().map(|h| sat(h.from)).collect::<Vec<_>>())?;
     d.set_item("to_sat", hs.iter().map(|h| sat(h.to)).collect::<Vec<_>>())?;
-    d.set_item(
-        "reason",
-        hs.iter().map(|h| h.reason.as_str()).collect::<Vec<_>>(),
-    )?;
-    d.set_item(
-        "interruption_ms",
-        hs.iter()
-            .map(|h| h.interruption_s * 1e3)
-            .collect::<Vec<_>>(),
-    )?;
+    d.set_item("reason", hs.iter().map(|h| h.reason.as_str()).collect::<Vec<_>>())?;
+    d.set_item("interruption_ms", hs.iter().map(|h| h.interruption_s * 1e3).collect::<Vec<_>>())?;
     Ok(d)
 }
 
@@ -136,21 +109,9 @@ fn slots_dict<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("node", slots.iter().map(|s| s.node).collect::<Vec<_>>())?;
-    d.set_item(
-        "sat",
-        slots
-            .iter()
-            .map(|s| names[s.sat as usize].clone())
-            .collect::<Vec<_>>(),
-    )?;
-    d.set_item(
-        "slot_start_s",
-        slots.iter().map(|s| s.start_s).collect::<Vec<_>>(),
-    )?;
-    d.set_item(
-        "slot_end_s",
-        slots.iter().map(|s| s.end_s).collect::<Vec<_>>(),
-    )?;
+    d.set_item("sat", slots.iter().map(|s| names[s.sat as usize].clone()).collect::<Vec<_>>())?;
+    d.set_item("slot_start_s", slots.iter().map(|s| s.start_s).collect::<Vec<_>>())?;
+    d.set_item("slot_end_s", slots.iter().map(|s| s.end_s).collect::<Vec<_>>())?;
     Ok(d)
 }
 
@@ -169,12 +130,7 @@ fn options(
     seed: u64,
 ) -> PyResult<TimelineOptions> {
     let mut pol = Policy::parse(policy, c.epoch_unix_s).map_err(err)?;
-    if let Policy::GlobalSchedule {
-        period_s: p,
-        phase_s: ph,
-        criterion: cr,
-    } = &mut pol
-    {
+    if let Policy::GlobalSchedule { period_s: p, phase_s: ph, criterion: cr } = &mut pol {
         if let Some(v) = period_s {
             *p = v;
         }
@@ -203,14 +159,7 @@ fn options(
             )))
         }
     };
-    let o = TimelineOptions {
-        duration_s,
-        step_s,
-        min_elevation_deg,
-        policy: pol,
-        interruption: intr,
-        seed,
-    };
+    let o = TimelineOptions { duration_s, step_s, min_elevation_deg, policy: pol, interruption: intr, seed };
     o.steps().map_err(err)?;
     Ok(o)
 }
@@ -243,9 +192,7 @@ impl PyConstellation {
         let mut v = Vec::new();
         let mut has_tle_epoch = None;
         for (i, s) in shells.iter().enumerate() {
-            let d = s
-                .downcast::<PyDict>()
-                .map_err(|_| LeoguardError::new_err(format!("shell {i} must be a dict")))?;
+            let d = s.downcast::<PyDict>().map_err(|_| LeoguardError::new_err(format!("shell {i} must be a dict")))?;
             let sh = shell_from_dict(d, i)?;
             if let Shell::Tle { sats, .. } = &sh {
                 let latest = sats.iter().map(|s| s.epoch_unix_s).fold(f64::MIN, f64::max);
@@ -253,17 +200,11 @@ impl PyConstellation {
             }
             v.push(sh);
         }
-        let epoch = epoch_unix_s
-            .or(has_tle_epoch)
-            .unwrap_or(leoguard_orbit::constellation::DEFAULT_EPOCH_UNIX_S);
+        let epoch = epoch_unix_s.or(has_tle_epoch).unwrap_or(leoguard_orbit::constellation::DEFAULT_EPOCH_UNIX_S);
         let mut c = Constellation::new(name, v, epoch).map_err(err)?;
         if let Some(lat) = cross_plane_max_lat_deg {
             if !(lat.is_finite() && (0.0..=90.0).contains(&lat)) {
-                return Err(err(OrbitError::invalid(
-                    "cross_plane_max_lat_deg",
-                    lat,
-                    "must be in [0, 90]",
-                )));
+                return Err(err(OrbitError::invalid("cross_plane_max_lat_deg", lat, "must be in [0, 90]")));
             }
             c.isl_options.cross_plane_max_lat_deg = Some(lat);
         }
@@ -348,11 +289,9 @@ impl PyConstellation {
                     sd.set_item("kind", "tle")?;
                     sd.set_item("altitude_km", alt / 1e3)?;
                     sd.set_item("satellites", sats.len())?;
-                    let mm =
-                        sats.iter().map(|s| s.mean_motion_rev_day).sum::<f64>() / sats.len() as f64;
+                    let mm = sats.iter().map(|s| s.mean_motion_rev_day).sum::<f64>() / sats.len() as f64;
                     sd.set_item("period_s", 86_400.0 / mm)?;
-                    let inc =
-                        sats.iter().map(|s| s.inclination_deg).sum::<f64>() / sats.len() as f64;
+                    let inc = sats.iter().map(|s| s.inclination_deg).sum::<f64>() / sats.len() as f64;
                     sd.set_item("inclination_deg", inc)?;
                     sd.set_item("isls", false)?;
                 }
@@ -384,23 +323,11 @@ impl PyConstellation {
         let d = PyDict::new(py);
         d.set_item("sat", &self.names)?;
         for (k, key) in ["x_m", "y_m", "z_m"].iter().enumerate() {
-            d.set_item(
-                key,
-                PyArray1::from_vec(py, pos.iter().map(|p| p[k]).collect()),
-            )?;
+            d.set_item(key, PyArray1::from_vec(py, pos.iter().map(|p| p[k]).collect()))?;
         }
-        d.set_item(
-            "lat_deg",
-            PyArray1::from_vec(py, geo.iter().map(|g| g.lat_deg).collect()),
-        )?;
-        d.set_item(
-            "lon_deg",
-            PyArray1::from_vec(py, geo.iter().map(|g| g.lon_deg).collect()),
-        )?;
-        d.set_item(
-            "alt_km",
-            PyArray1::from_vec(py, geo.iter().map(|g| g.alt_m / 1e3).collect()),
-        )?;
+        d.set_item("lat_deg", PyArray1::from_vec(py, geo.iter().map(|g| g.lat_deg).collect()))?;
+        d.set_item("lon_deg", PyArray1::from_vec(py, geo.iter().map(|g| g.lon_deg).collect()))?;
+        d.set_item("alt_km", PyArray1::from_vec(py, geo.iter().map(|g| g.alt_m / 1e3).collect()))?;
         Ok(d)
     }
 
@@ -423,37 +350,15 @@ impl PyConstellation {
         let pos = self.inner.positions(t).map_err(err)?;
         let l = self.inner.isls();
         let d = PyDict::new(py);
-        d.set_item(
-            "a",
-            l.iter()
-                .map(|x| self.names[x.a as usize].clone())
-                .collect::<Vec<_>>(),
-        )?;
-        d.set_item(
-            "b",
-            l.iter()
-                .map(|x| self.names[x.b as usize].clone())
-                .collect::<Vec<_>>(),
-        )?;
-        d.set_item(
-            "cross_plane",
-            l.iter().map(|x| x.cross_plane).collect::<Vec<_>>(),
-        )?;
-        d.set_item(
-            "up",
-            l.iter()
-                .map(|x| self.inner.isl_up(x, &pos))
-                .collect::<Vec<_>>(),
-        )?;
+        d.set_item("a", l.iter().map(|x| self.names[x.a as usize].clone()).collect::<Vec<_>>())?;
+        d.set_item("b", l.iter().map(|x| self.names[x.b as usize].clone()).collect::<Vec<_>>())?;
+        d.set_item("cross_plane", l.iter().map(|x| x.cross_plane).collect::<Vec<_>>())?;
+        d.set_item("up", l.iter().map(|x| self.inner.isl_up(x, &pos)).collect::<Vec<_>>())?;
         d.set_item(
             "length_km",
             PyArray1::from_vec(
                 py,
-                l.iter()
-                    .map(|x| {
-                        leoguard_orbit::geo::distance(pos[x.a as usize], pos[x.b as usize]) / 1e3
-                    })
-                    .collect(),
+                l.iter().map(|x| leoguard_orbit::geo::distance(pos[x.a as usize], pos[x.b as usize]) / 1e3).collect(),
             ),
         )?;
         Ok(d)
@@ -490,42 +395,19 @@ impl PyConstellation {
             interruption,
             seed,
         )?;
-        let tl = py
-            .allow_threads(|| path_timeline(&self.inner, &ga, &gb, &o))
-            .map_err(err)?;
+        let tl = py.allow_threads(|| path_timeline(&self.inner, &ga, &gb, &o)).map_err(err)?;
         let steps = PyDict::new(py);
-        steps.set_item(
-            "t_s",
-            PyArray1::from_vec(py, tl.steps.iter().map(|s| s.t_s).collect()),
-        )?;
-        steps.set_item(
-            "reachable",
-            tl.steps.iter().map(|s| s.reachable()).collect::<Vec<_>>(),
-        )?;
-        steps.set_item(
-            "owd_ms",
-            PyArray1::from_vec(py, tl.steps.iter().map(|s| s.owd_s() * 1e3).collect()),
-        )?;
-        steps.set_item(
-            "hops",
-            tl.steps
-                .iter()
-                .map(|s| s.hop_delays_s.len() as u32)
-                .collect::<Vec<_>>(),
-        )?;
+        steps.set_item("t_s", PyArray1::from_vec(py, tl.steps.iter().map(|s| s.t_s).collect()))?;
+        steps.set_item("reachable", tl.steps.iter().map(|s| s.reachable()).collect::<Vec<_>>())?;
+        steps.set_item("owd_ms", PyArray1::from_vec(py, tl.steps.iter().map(|s| s.owd_s() * 1e3).collect()))?;
+        steps.set_item("hops", tl.steps.iter().map(|s| s.hop_delays_s.len() as u32).collect::<Vec<_>>())?;
         steps.set_item(
             "src_sat",
-            tl.steps
-                .iter()
-                .map(|s| s.sats.first().map(|&x| self.names[x as usize].clone()))
-                .collect::<Vec<_>>(),
+            tl.steps.iter().map(|s| s.sats.first().map(|&x| self.names[x as usize].clone())).collect::<Vec<_>>(),
         )?;
         steps.set_item(
             "dst_sat",
-            tl.steps
-                .iter()
-                .map(|s| s.sats.last().map(|&x| self.names[x as usize].clone()))
-                .collect::<Vec<_>>(),
+            tl.steps.iter().map(|s| s.sats.last().map(|&x| self.names[x as usize].clone())).collect::<Vec<_>>(),
         )?;
         steps.set_item(
             "path",
@@ -545,10 +427,7 @@ impl PyConstellation {
         )?;
         steps.set_item(
             "hop_delays_ms",
-            tl.steps
-                .iter()
-                .map(|s| s.hop_delays_s.iter().map(|d| d * 1e3).collect::<Vec<_>>())
-                .collect::<Vec<_>>(),
+            tl.steps.iter().map(|s| s.hop_delays_s.iter().map(|d| d * 1e3).collect::<Vec<_>>()).collect::<Vec<_>>(),
         )?;
         let out = PyDict::new(py);
         out.set_item("steps", steps)?;
@@ -588,9 +467,7 @@ impl PyConstellation {
             interruption,
             seed,
         )?;
-        let (slots, hs) = py
-            .allow_threads(|| attachment_schedule(&self.inner, &g, &o))
-            .map_err(err)?;
+        let (slots, hs) = py.allow_threads(|| attachment_schedule(&self.inner, &g, &o)).map_err(err)?;
         let out = PyDict::new(py);
         out.set_item("slots", slots_dict(py, &slots, &self.names)?)?;
         out.set_item("handovers", handovers_dict(py, &hs, &self.names)?)?;
@@ -619,29 +496,13 @@ impl PyConstellation {
             ("none".into(), 0.0, 0.0),
             0,
         )?;
-        let st = py
-            .allow_threads(|| route_all_pairs(&self.inner, &g, &o))
-            .map_err(err)?;
+        let st = py.allow_threads(|| route_all_pairs(&self.inner, &g, &o)).map_err(err)?;
         let d = PyDict::new(py);
         d.set_item("snapshots", st.snapshots)?;
         d.set_item("pairs", st.pairs)?;
         d.set_item("reachable", st.reachable)?;
-        d.set_item(
-            "mean_owd_ms",
-            if st.reachable > 0 {
-                st.owd_sum_s * 1e3 / st.reachable as f64
-            } else {
-                f64::NAN
-            },
-        )?;
-        d.set_item(
-            "mean_hops",
-            if st.reachable > 0 {
-                st.hop_sum as f64 / st.reachable as f64
-            } else {
-                f64::NAN
-            },
-        )?;
+        d.set_item("mean_owd_ms", if st.reachable > 0 { st.owd_sum_s * 1e3 / st.reachable as f64 } else { f64::NAN })?;
+        d.set_item("mean_hops", if st.reachable > 0 { st.hop_sum as f64 / st.reachable as f64 } else { f64::NAN })?;
         Ok(d)
     }
 
@@ -656,97 +517,40 @@ impl PyConstellation {
         min_elevation_deg: f64,
     ) -> PyResult<Bound<'py, PyDict>> {
         let grid = CellGrid::new(resolution).map_err(err)?;
-        let alt = self
-            .inner
-            .shell_altitudes_m()
-            .map_err(err)?
-            .into_iter()
-            .fold(0.0, f64::max);
+        let alt = self.inner.shell_altitudes_m().map_err(err)?.into_iter().fold(0.0, f64::max);
         let f = VisibilityFilter::new(min_elevation_deg, alt).map_err(err)?;
         let g: Vec<GroundNode> = nodes.iter().map(ground).collect::<PyResult<_>>()?;
-        let cells: Vec<u64> = g
-            .iter()
-            .map(|n| grid.cell_of(n.pos.lat_deg, n.pos.lon_deg))
-            .collect::<Result<_, _>>()
-            .map_err(err)?;
+        let cells: Vec<u64> =
+            g.iter().map(|n| grid.cell_of(n.pos.lat_deg, n.pos.lon_deg)).collect::<Result<_, _>>().map_err(err)?;
         let pos = self.inner.positions(t).map_err(err)?;
         let beams = grid.assign(&cells, &pos, &f).map_err(err)?;
         let d = PyDict::new(py);
-        d.set_item(
-            "node",
-            nodes.iter().map(|n| n.0.clone()).collect::<Vec<_>>(),
-        )?;
-        d.set_item(
-            "cell",
-            cells.iter().map(|c| format!("{c:x}")).collect::<Vec<_>>(),
-        )?;
-        d.set_item(
-            "sat",
-            beams
-                .iter()
-                .map(|b| b.map(|b| self.names[b.sat as usize].clone()))
-                .collect::<Vec<_>>(),
-        )?;
-        d.set_item(
-            "distance_km",
-            beams
-                .iter()
-                .map(|b| b.map(|b| b.distance_m / 1e3))
-                .collect::<Vec<_>>(),
-        )?;
-        d.set_item(
-            "timeout_ms",
-            beams
-                .iter()
-                .map(|b| b.map(|b| b.timeout_s() * 1e3))
-                .collect::<Vec<_>>(),
-        )?;
+        d.set_item("node", nodes.iter().map(|n| n.0.clone()).collect::<Vec<_>>())?;
+        d.set_item("cell", cells.iter().map(|c| format!("{c:x}")).collect::<Vec<_>>())?;
+        d.set_item("sat", beams.iter().map(|b| b.map(|b| self.names[b.sat as usize].clone())).collect::<Vec<_>>())?;
+        d.set_item("distance_km", beams.iter().map(|b| b.map(|b| b.distance_m / 1e3)).collect::<Vec<_>>())?;
+        d.set_item("timeout_ms", beams.iter().map(|b| b.map(|b| b.timeout_s() * 1e3)).collect::<Vec<_>>())?;
         Ok(d)
     }
 
     /// H3 cells (hex strings) whose centres see satellite `sat` (index) at `t`.
-    fn footprint(
-        &self,
-        sat: usize,
-        t: f64,
-        resolution: u8,
-        min_elevation_deg: f64,
-    ) -> PyResult<Vec<String>> {
+    fn footprint(&self, sat: usize, t: f64, resolution: u8, min_elevation_deg: f64) -> PyResult<Vec<String>> {
         if sat >= self.inner.len() {
-            return Err(err(OrbitError::invalid(
-                "sat",
-                sat,
-                "is not a satellite index of this constellation",
-            )));
+            return Err(err(OrbitError::invalid("sat", sat, "is not a satellite index of this constellation")));
         }
         let grid = CellGrid::new(resolution).map_err(err)?;
-        let alt = self
-            .inner
-            .shell_altitudes_m()
-            .map_err(err)?
-            .into_iter()
-            .fold(0.0, f64::max);
+        let alt = self.inner.shell_altitudes_m().map_err(err)?.into_iter().fold(0.0, f64::max);
         let f = VisibilityFilter::new(min_elevation_deg, alt).map_err(err)?;
         let pos = self.inner.positions(t).map_err(err)?;
-        Ok(grid
-            .footprint(pos[sat], &f)
-            .map_err(err)?
-            .into_iter()
-            .map(|c| format!("{c:x}"))
-            .collect())
+        Ok(grid.footprint(pos[sat], &f).map_err(err)?.into_iter().map(|c| format!("{c:x}")).collect())
     }
 }
 
 /// Distance (km) from an H3 cell's centre to an ECEF point (m), and the beam timeout 2d/c (ms).
 #[pyfunction]
 fn beam_timeout_ms(cell_hex: &str, x_m: f64, y_m: f64, z_m: f64) -> PyResult<(f64, f64)> {
-    let cell = u64::from_str_radix(cell_hex, 16).map_err(|_| {
-        err(OrbitError::invalid(
-            "cell",
-            cell_hex,
-            "must be a hex H3 index",
-        ))
-    })?;
+    let cell = u64::from_str_radix(cell_hex, 16)
+        .map_err(|_| err(OrbitError::invalid("cell", cell_hex, "must be a hex H3 index")))?;
     let d = CellGrid::distance_m(cell, [x_m, y_m, z_m]).map_err(err)?;
     Ok((d / 1e3, 2.0 * d / leoguard_core::SPEED_OF_LIGHT_M_S * 1e3))
 }
@@ -795,9 +599,7 @@ fn walker_elements(shell: &Bound<'_, PyDict>) -> PyResult<Vec<(f64, f64)>> {
             }
             Ok(v)
         }
-        Shell::Tle { .. } => Err(LeoguardError::new_err(
-            "walker_elements needs a Walker shell",
-        )),
+        Shell::Tle { .. } => Err(LeoguardError::new_err("walker_elements needs a Walker shell")),
     }
 }
 

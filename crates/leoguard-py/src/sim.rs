@@ -7,14 +7,13 @@ use leoguard_sim::engine::QueueLimit;
 use leoguard_sim::leo::{LeoInterruption, LeoPath, LeoStep};
 use leoguard_sim::loss::{parse_plr_csv, LossSpec};
 use leoguard_sim::scenario::{run, FlowKind, FlowSpec, LinkEvent, LinkSpec, Scenario};
+use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 fn secs(field: &str, v: f64) -> PyResult<Duration> {
     if !(v.is_finite() && v >= 0.0) {
-        return Err(LeoguardError::new_err(format!(
-            "invalid {field} = {v}: must be a finite number >= 0"
-        )));
+        return Err(LeoguardError::new_err(format!("invalid {field} = {v}: must be a finite number >= 0")));
     }
     Ok(Duration::from_secs_f64(v))
 }
@@ -61,30 +60,20 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
     let mut links = Vec::new();
     let ls: Bound<'_, PyList> = need(d, "links")?;
     for (i, l) in ls.iter().enumerate() {
-        let l = l
-            .downcast::<PyDict>()
-            .map_err(|_| LeoguardError::new_err(format!("links[{i}] must be a table")))?;
-        let queue = match (
-            get::<u64>(l, "queue_bytes")?,
-            get::<u32>(l, "queue_packets")?,
-        ) {
+        let l = l.downcast::<PyDict>().map_err(|_| LeoguardError::new_err(format!("links[{i}] must be a table")))?;
+        let queue = match (get::<u64>(l, "queue_bytes")?, get::<u32>(l, "queue_packets")?) {
             (Some(b), None) => QueueLimit::Bytes(b),
             (None, Some(p)) => QueueLimit::Packets(p),
             (None, None) => QueueLimit::Bytes(1_000_000),
             _ => {
-                return Err(LeoguardError::new_err(format!(
-                    "links[{i}]: give queue_bytes or queue_packets, not both"
-                )))
+                return Err(LeoguardError::new_err(format!("links[{i}]: give queue_bytes or queue_packets, not both")))
             }
         };
         links.push(LinkSpec {
             a: need(l, "a")?,
             b: need(l, "b")?,
             rate: Bps(need(l, "rate_bps")?),
-            delay: secs(
-                &format!("links[{i}].delay_ms"),
-                need::<f64>(l, "delay_ms")? / 1e3,
-            )?,
+            delay: secs(&format!("links[{i}].delay_ms"), need::<f64>(l, "delay_ms")? / 1e3)?,
             queue,
             loss_ab: loss(get(l, "loss")?, &format!("links[{i}].loss"))?,
             loss_ba: loss(get(l, "loss_reverse")?, &format!("links[{i}].loss_reverse"))?,
@@ -93,48 +82,25 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
     let mut flows = Vec::new();
     let fs: Bound<'_, PyList> = need(d, "flows")?;
     for (i, f) in fs.iter().enumerate() {
-        let f = f
-            .downcast::<PyDict>()
-            .map_err(|_| LeoguardError::new_err(format!("flows[{i}] must be a table")))?;
+        let f = f.downcast::<PyDict>().map_err(|_| LeoguardError::new_err(format!("flows[{i}] must be a table")))?;
         let kind: String = need(f, "kind")?;
         let kind = match kind.as_str() {
-            "tcp" => FlowKind::Tcp {
-                cc: need(f, "cc")?,
-                bytes: get(f, "bytes")?,
-            },
-            "cbr" => FlowKind::Cbr {
-                rate: Bps(need(f, "rate_bps")?),
-                size: get(f, "size")?.unwrap_or(1200),
-            },
+            "tcp" => FlowKind::Tcp { cc: need(f, "cc")?, bytes: get(f, "bytes")? },
+            "cbr" => FlowKind::Cbr { rate: Bps(need(f, "rate_bps")?), size: get(f, "size")?.unwrap_or(1200) },
             other => {
-                return Err(LeoguardError::new_err(format!(
-                    "unknown flows[{i}].kind '{other}' (known: tcp, cbr)"
-                )))
+                return Err(LeoguardError::new_err(format!("unknown flows[{i}].kind '{other}' (known: tcp, cbr)")))
             }
         };
-        let start = secs(
-            &format!("flows[{i}].start_s"),
-            get(f, "start_s")?.unwrap_or(0.0),
-        )?;
-        flows.push(FlowSpec {
-            src: need(f, "src")?,
-            dst: need(f, "dst")?,
-            kind,
-            start: Instant(start.as_nanos()),
-        });
+        let start = secs(&format!("flows[{i}].start_s"), get(f, "start_s")?.unwrap_or(0.0))?;
+        flows.push(FlowSpec { src: need(f, "src")?, dst: need(f, "dst")?, kind, start: Instant(start.as_nanos()) });
     }
     let mut events = Vec::new();
     if let Some(es) = get::<Bound<'_, PyList>>(d, "events")? {
         for (i, e) in es.iter().enumerate() {
-            let e = e
-                .downcast::<PyDict>()
-                .map_err(|_| LeoguardError::new_err(format!("events[{i}] must be a table")))?;
+            let e =
+                e.downcast::<PyDict>().map_err(|_| LeoguardError::new_err(format!("events[{i}] must be a table")))?;
             let at = secs(&format!("events[{i}].t_s"), need(e, "t_s")?)?;
-            events.push(LinkEvent {
-                at: Instant(at.as_nanos()),
-                link: need(e, "link")?,
-                up: need(e, "up")?,
-            });
+            events.push(LinkEvent { at: Instant(at.as_nanos()), link: need(e, "link")?, up: need(e, "up")? });
         }
     }
     let leo = match get::<Bound<'_, PyDict>>(d, "leo")? {
@@ -158,21 +124,12 @@ fn leo_path(d: &Bound<'_, PyDict>) -> PyResult<LeoPath> {
     let sats: Vec<Vec<u32>> = need(d, "sats")?;
     let delays: Vec<Vec<f64>> = need(d, "hop_delays_ms")?;
     if t.len() != sats.len() || t.len() != delays.len() {
-        return Err(LeoguardError::new_err(
-            "leo: t_s, sats and hop_delays_ms must have one entry per step",
-        ));
+        return Err(LeoguardError::new_err("leo: t_s, sats and hop_delays_ms must have one entry per step"));
     }
     let mut steps = Vec::with_capacity(t.len());
     for ((t, sats), delays) in t.into_iter().zip(sats).zip(delays) {
-        let hop_delays = delays
-            .into_iter()
-            .map(|ms| secs("leo.hop_delays_ms", ms / 1e3))
-            .collect::<PyResult<_>>()?;
-        steps.push(LeoStep {
-            t: Instant(secs("leo.t_s", t)?.as_nanos()),
-            sats,
-            hop_delays,
-        });
+        let hop_delays = delays.into_iter().map(|ms| secs("leo.hop_delays_ms", ms / 1e3)).collect::<PyResult<_>>()?;
+        steps.push(LeoStep { t: Instant(secs("leo.t_s", t)?.as_nanos()), sats, hop_delays });
     }
     let raw: Vec<(f64, u8, f64)> = get(d, "interruptions")?.unwrap_or_default();
     let interruptions = raw
@@ -203,10 +160,12 @@ fn leo_path(d: &Bound<'_, PyDict>) -> PyResult<LeoPath> {
 #[pyfunction]
 fn simulate<'py>(py: Python<'py>, spec: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
     let s = scenario(spec)?;
-    let r = py
-        .allow_threads(|| run(&s))
-        .map_err(|e| LeoguardError::new_err(e.to_string()))?;
+    // Timing lives here, in the binding, not in the simulator: the engine has no clock of its own.
+    let t0 = std::time::Instant::now();
+    let r = py.allow_threads(|| run(&s)).map_err(|e| LeoguardError::new_err(e.to_string()))?;
+    let run_s = t0.elapsed().as_secs_f64();
     let out = PyDict::new(py);
+    out.set_item("run_s", run_s)?;
     let flows = PyList::empty(py);
     for f in &r.flows {
         let d = PyDict::new(py);
@@ -223,90 +182,47 @@ fn simulate<'py>(py: Python<'py>, spec: &Bound<'py, PyDict>) -> PyResult<Bound<'
     out.set_item("flows", flows)?;
     let series = PyDict::new(py);
     let sr = &r.series;
-    series.set_item("flow", sr.iter().map(|x| x.flow).collect::<Vec<_>>())?;
-    series.set_item("t_ns", sr.iter().map(|x| x.t_ns).collect::<Vec<_>>())?;
-    series.set_item("cwnd_bytes", sr.iter().map(|x| x.cwnd).collect::<Vec<_>>())?;
-    series.set_item(
-        "in_flight_bytes",
-        sr.iter().map(|x| x.in_flight).collect::<Vec<_>>(),
-    )?;
-    series.set_item("srtt_ns", sr.iter().map(|x| x.srtt_ns).collect::<Vec<_>>())?;
-    series.set_item(
-        "acked_bytes",
-        sr.iter().map(|x| x.acked).collect::<Vec<_>>(),
-    )?;
+    series.set_item("flow", PyArray1::from_vec(py, sr.iter().map(|x| x.flow).collect::<Vec<_>>()))?;
+    series.set_item("t_ns", PyArray1::from_vec(py, sr.iter().map(|x| x.t_ns).collect::<Vec<_>>()))?;
+    series.set_item("cwnd_bytes", PyArray1::from_vec(py, sr.iter().map(|x| x.cwnd).collect::<Vec<_>>()))?;
+    series.set_item("in_flight_bytes", PyArray1::from_vec(py, sr.iter().map(|x| x.in_flight).collect::<Vec<_>>()))?;
+    series.set_item("srtt_ns", PyArray1::from_vec(py, sr.iter().map(|x| x.srtt_ns).collect::<Vec<_>>()))?;
+    series.set_item("acked_bytes", PyArray1::from_vec(py, sr.iter().map(|x| x.acked).collect::<Vec<_>>()))?;
     series.set_item(
         "retransmissions",
-        sr.iter().map(|x| x.retransmissions).collect::<Vec<_>>(),
+        PyArray1::from_vec(py, sr.iter().map(|x| x.retransmissions).collect::<Vec<_>>()),
     )?;
     out.set_item("series", series)?;
     let packets = PyDict::new(py);
     let pr = &r.packets;
-    packets.set_item("flow", pr.iter().map(|x| x.flow).collect::<Vec<_>>())?;
-    packets.set_item("seq", pr.iter().map(|x| x.seq).collect::<Vec<_>>())?;
-    packets.set_item("sent_ns", pr.iter().map(|x| x.sent_ns).collect::<Vec<_>>())?;
-    packets.set_item(
-        "received_ns",
-        pr.iter().map(|x| x.received_ns).collect::<Vec<_>>(),
-    )?;
-    packets.set_item(
-        "retransmission",
-        pr.iter().map(|x| x.retransmission).collect::<Vec<_>>(),
-    )?;
-    packets.set_item("hops", pr.iter().map(|x| x.hops).collect::<Vec<_>>())?;
+    packets.set_item("flow", PyArray1::from_vec(py, pr.iter().map(|x| x.flow).collect::<Vec<_>>()))?;
+    packets.set_item("seq", PyArray1::from_vec(py, pr.iter().map(|x| x.seq).collect::<Vec<_>>()))?;
+    packets.set_item("sent_ns", PyArray1::from_vec(py, pr.iter().map(|x| x.sent_ns).collect::<Vec<_>>()))?;
+    packets.set_item("received_ns", PyArray1::from_vec(py, pr.iter().map(|x| x.received_ns).collect::<Vec<_>>()))?;
+    packets
+        .set_item("retransmission", PyArray1::from_vec(py, pr.iter().map(|x| x.retransmission).collect::<Vec<_>>()))?;
+    packets.set_item("hops", PyArray1::from_vec(py, pr.iter().map(|x| x.hops).collect::<Vec<_>>()))?;
     out.set_item("packets", packets)?;
     let links = PyDict::new(py);
     let lr = &r.links;
     links.set_item("from_node", lr.iter().map(|x| x.from).collect::<Vec<_>>())?;
     links.set_item("to_node", lr.iter().map(|x| x.to).collect::<Vec<_>>())?;
-    links.set_item(
-        "offered",
-        lr.iter().map(|x| x.stats.offered).collect::<Vec<_>>(),
-    )?;
-    links.set_item(
-        "delivered",
-        lr.iter().map(|x| x.stats.delivered).collect::<Vec<_>>(),
-    )?;
-    links.set_item(
-        "drops_queue",
-        lr.iter().map(|x| x.stats.drops_queue).collect::<Vec<_>>(),
-    )?;
-    links.set_item(
-        "drops_loss",
-        lr.iter().map(|x| x.stats.drops_loss).collect::<Vec<_>>(),
-    )?;
-    links.set_item(
-        "drops_down",
-        lr.iter().map(|x| x.stats.drops_down).collect::<Vec<_>>(),
-    )?;
-    links.set_item(
-        "busy_ns",
-        lr.iter().map(|x| x.stats.busy_ns).collect::<Vec<_>>(),
-    )?;
-    links.set_item(
-        "max_queue_bytes",
-        lr.iter()
-            .map(|x| x.stats.max_queue_bytes)
-            .collect::<Vec<_>>(),
-    )?;
-    links.set_item(
-        "realised_loss",
-        lr.iter().map(|x| x.realised_loss).collect::<Vec<_>>(),
-    )?;
+    links.set_item("offered", lr.iter().map(|x| x.stats.offered).collect::<Vec<_>>())?;
+    links.set_item("delivered", lr.iter().map(|x| x.stats.delivered).collect::<Vec<_>>())?;
+    links.set_item("drops_queue", lr.iter().map(|x| x.stats.drops_queue).collect::<Vec<_>>())?;
+    links.set_item("drops_loss", lr.iter().map(|x| x.stats.drops_loss).collect::<Vec<_>>())?;
+    links.set_item("drops_down", lr.iter().map(|x| x.stats.drops_down).collect::<Vec<_>>())?;
+    links.set_item("busy_ns", lr.iter().map(|x| x.stats.busy_ns).collect::<Vec<_>>())?;
+    links.set_item("max_queue_bytes", lr.iter().map(|x| x.stats.max_queue_bytes).collect::<Vec<_>>())?;
+    links.set_item("realised_loss", lr.iter().map(|x| x.realised_loss).collect::<Vec<_>>())?;
     out.set_item("links", links)?;
     let drops = PyDict::new(py);
     let dr = &r.drops;
     drops.set_item("t_ns", dr.iter().map(|x| x.t_ns).collect::<Vec<_>>())?;
     drops.set_item("flow", dr.iter().map(|x| x.flow).collect::<Vec<_>>())?;
     drops.set_item("seq", dr.iter().map(|x| x.seq).collect::<Vec<_>>())?;
-    drops.set_item(
-        "from_node",
-        dr.iter().map(|x| x.link.map(|l| l.0)).collect::<Vec<_>>(),
-    )?;
-    drops.set_item(
-        "to_node",
-        dr.iter().map(|x| x.link.map(|l| l.1)).collect::<Vec<_>>(),
-    )?;
+    drops.set_item("from_node", dr.iter().map(|x| x.link.map(|l| l.0)).collect::<Vec<_>>())?;
+    drops.set_item("to_node", dr.iter().map(|x| x.link.map(|l| l.1)).collect::<Vec<_>>())?;
     drops.set_item("reason", dr.iter().map(|x| x.reason).collect::<Vec<_>>())?;
     out.set_item("drops", drops)?;
     out.set_item("packet_hops", r.packet_hops)?;
@@ -316,9 +232,6 @@ fn simulate<'py>(py: Python<'py>, spec: &Bound<'py, PyDict>) -> PyResult<Bound<'
 /// Adds the simulator functions to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
-    m.add(
-        "CONGESTION_CONTROLS",
-        leoguard_proto::cc::ALGORITHMS.to_vec(),
-    )?;
+    m.add("CONGESTION_CONTROLS", leoguard_proto::cc::ALGORITHMS.to_vec())?;
     Ok(())
 }

@@ -169,11 +169,7 @@ pub struct EventQueue {
 impl EventQueue {
     /// Schedules `ev` at `at`.
     pub fn push(&mut self, at: Instant, ev: Event) {
-        self.heap.push(Scheduled {
-            at,
-            seq: self.seq,
-            ev,
-        });
+        self.heap.push(Scheduled { at, seq: self.seq, ev });
         self.seq += 1;
     }
 
@@ -249,6 +245,9 @@ pub struct Link {
     queued_bytes: u64,
     /// Packet being serialised.
     tx: Option<PacketId>,
+    /// Packets propagating, in arrival order, with their arrival times. Only the head has an event in
+    /// the global queue, so the queue holds one arrival per link, not one per packet in flight.
+    wire: VecDeque<(Instant, PacketId)>,
     epoch: u32,
     loss: Option<Box<dyn LossModel>>,
     rng: RngStream,
@@ -256,14 +255,7 @@ pub struct Link {
 
 impl Link {
     /// A link; `rng` is its own stream (used by its loss model).
-    pub fn new(
-        from: NodeId,
-        to: NodeId,
-        rate: Bps,
-        delay: Duration,
-        limit: QueueLimit,
-        rng: RngStream,
-    ) -> Self {
+    pub fn new(from: NodeId, to: NodeId, rate: Bps, delay: Duration, limit: QueueLimit, rng: RngStream) -> Self {
         Link {
             from,
             to,
@@ -275,6 +267,7 @@ impl Link {
             queue: VecDeque::new(),
             queued_bytes: 0,
             tx: None,
+            wire: VecDeque::new(),
             epoch: 0,
             loss: None,
             rng,
@@ -356,10 +349,7 @@ impl Network {
         }
         if l.tx.is_none() {
             l.tx = Some(pkt);
-            let tx = l
-                .rate
-                .transmission_time(Bytes(size))
-                .unwrap_or(Duration::ZERO);
+            let tx = l.rate.transmission_time(Bytes(size)).unwrap_or(Duration::ZERO);
             l.stats.busy_ns += tx.as_nanos();
             self.events.push(now + tx, Event::TxDone(id));
             return LinkOutput::Pending;
@@ -383,45 +373,44 @@ impl Network {
         let now = self.now;
         let l = &mut self.links[id.0 as usize];
         let Some(pkt) = l.tx.take() else { return };
-        let (delay, epoch) = (l.delay, l.epoch);
-        self.events.push(
-            now + delay,
-            Event::Arrive {
-                link: id,
-                pkt,
-                epoch,
-            },
-        );
+        // A link does not reorder: a packet never arrives before the one ahead of it (delays change by
+        // microseconds between routing steps, so the clamp is at most that).
+        let at = l.wire.back().map_or(now + l.delay, |&(prev, _)| prev.max(now + l.delay));
+        l.wire.push_back((at, pkt));
+        if l.wire.len() == 1 {
+            self.events.push(at, Event::Arrive { link: id, pkt, epoch: l.epoch });
+        }
         if let Some(next) = l.queue.pop_front() {
             let size = u64::from(self.pool.get(next).size);
             l.queued_bytes -= size;
             l.tx = Some(next);
-            let tx = l
-                .rate
-                .transmission_time(Bytes(size))
-                .unwrap_or(Duration::ZERO);
+            let tx = l.rate.transmission_time(Bytes(size)).unwrap_or(Duration::ZERO);
             l.stats.busy_ns += tx.as_nanos();
             self.events.push(now + tx, Event::TxDone(id));
         }
     }
 
-    /// Handles an `Arrive`: `Ok(packet)` if it survived, `Err(packet)` if the link went down while it
-    /// was on the wire (the caller records and releases it).
-    pub fn arrive(&mut self, id: LinkId, pkt: PacketId, epoch: u32) -> Result<PacketId, PacketId> {
+    /// Handles an `Arrive`: the packet at the head of the link's wire arrives (returned), and the next
+    /// one's arrival is scheduled. `None` for an event of an earlier up-epoch (the link went down
+    /// since; its packets were already reported lost by [`Network::set_link_state`]).
+    pub fn arrive(&mut self, id: LinkId, pkt: PacketId, epoch: u32) -> Option<PacketId> {
         let l = &mut self.links[id.0 as usize];
         if epoch != l.epoch {
-            l.stats.drops_down += 1;
-            return Err(pkt);
+            return None;
+        }
+        let (_, head) = l.wire.pop_front()?;
+        debug_assert_eq!(head, pkt, "wire head and event agree");
+        if let Some(&(at, next)) = l.wire.front() {
+            self.events.push(at, Event::Arrive { link: id, pkt: next, epoch: l.epoch });
         }
         l.stats.delivered += 1;
-        l.stats.delivered_bytes += u64::from(self.pool.get(pkt).size);
-        self.pool.get_mut(pkt).hops += 1;
-        Ok(pkt)
+        l.stats.delivered_bytes += u64::from(self.pool.get(head).size);
+        self.pool.get_mut(head).hops += 1;
+        Some(head)
     }
 
-    /// Sets a link up or down. Going down loses the queue and the packet being serialised (appended
-    /// to `lost` for the caller to record and release); packets on the wire are lost when they would
-    /// arrive (see [`Network::arrive`]).
+    /// Sets a link up or down. Going down loses the packet being serialised, the queue and every packet
+    /// on the wire; they are appended to `lost` for the caller to record and release.
     pub fn set_link_state(&mut self, id: LinkId, up: bool, lost: &mut Vec<PacketId>) {
         let l = &mut self.links[id.0 as usize];
         if l.up == up {
@@ -429,10 +418,11 @@ impl Network {
         }
         l.up = up;
         if !up {
-            l.epoch = l.epoch.wrapping_add(1); // in-flight arrivals of the old epoch are lost
+            l.epoch = l.epoch.wrapping_add(1); // the pending head event of the old epoch is ignored
             let before = lost.len();
             lost.extend(l.tx.take());
             lost.extend(l.queue.drain(..));
+            lost.extend(l.wire.drain(..).map(|(_, p)| p));
             l.queued_bytes = 0;
             l.stats.drops_down += (lost.len() - before) as u64;
         }
@@ -451,14 +441,7 @@ mod tests {
 
     fn net_with_link(rate: Bps, delay: Duration, limit: QueueLimit) -> (Network, LinkId) {
         let mut n = Network::default();
-        let id = n.add_link(Link::new(
-            NodeId(0),
-            NodeId(1),
-            rate,
-            delay,
-            limit,
-            stream(1, "l"),
-        ));
+        let id = n.add_link(Link::new(NodeId(0), NodeId(1), rate, delay, limit, stream(1, "l")));
         (n, id)
     }
 
@@ -469,13 +452,12 @@ mod tests {
             n.now = t;
             match ev {
                 Event::TxDone(l) => n.tx_done(l),
-                Event::Arrive { link, pkt, epoch } => match n.arrive(link, pkt, epoch) {
-                    Ok(p) => {
+                Event::Arrive { link, pkt, epoch } => {
+                    if let Some(p) = n.arrive(link, pkt, epoch) {
                         out.push((t, n.pool.get(p).seq));
                         n.pool.release(p);
                     }
-                    Err(p) => n.pool.release(p),
-                },
+                }
                 _ => {}
             }
         }
@@ -485,17 +467,9 @@ mod tests {
     #[test]
     fn queueing_delay_is_bytes_queued_over_capacity() {
         // 10 packets of 1250 B at 10 Mbit/s: 1 ms each; 5 ms propagation.
-        let (mut n, l) = net_with_link(
-            Bps::mbps(10),
-            Duration::from_millis(5),
-            QueueLimit::Packets(100),
-        );
+        let (mut n, l) = net_with_link(Bps::mbps(10), Duration::from_millis(5), QueueLimit::Packets(100));
         for s in 0..10 {
-            let p = n.pool.alloc(Packet {
-                seq: s,
-                size: 1250,
-                ..Default::default()
-            });
+            let p = n.pool.alloc(Packet { seq: s, size: 1250, ..Default::default() });
             assert_eq!(n.send(l, p), LinkOutput::Pending);
         }
         let got = drain(&mut n);
@@ -514,29 +488,16 @@ mod tests {
         let (mut n, l) = net_with_link(Bps::mbps(1), Duration::ZERO, QueueLimit::Bytes(3000));
         let mut r = Vec::new();
         for s in 0..6 {
-            let p = n.pool.alloc(Packet {
-                seq: s,
-                size: 1000,
-                ..Default::default()
-            });
+            let p = n.pool.alloc(Packet { seq: s, size: 1000, ..Default::default() });
             r.push(n.send(l, p));
         }
         // One on the transmitter, three queued (3000 B), the rest dropped.
-        assert_eq!(
-            r.iter()
-                .filter(|x| matches!(x, LinkOutput::Dropped(_, DropReason::Queue)))
-                .count(),
-            2
-        );
+        assert_eq!(r.iter().filter(|x| matches!(x, LinkOutput::Dropped(_, DropReason::Queue))).count(), 2);
         assert_eq!(n.links[0].stats.max_queue_bytes, 3000);
         let (mut n2, l2) = net_with_link(Bps::mbps(1), Duration::ZERO, QueueLimit::Packets(2));
         let mut drops = 0;
         for s in 0..6 {
-            let p = n2.pool.alloc(Packet {
-                seq: s,
-                size: 100,
-                ..Default::default()
-            });
+            let p = n2.pool.alloc(Packet { seq: s, size: 100, ..Default::default() });
             drops += usize::from(matches!(n2.send(l2, p), LinkOutput::Dropped(..)));
         }
         assert_eq!(drops, 3);
@@ -544,25 +505,13 @@ mod tests {
 
     #[test]
     fn link_down_loses_what_is_on_the_wire_and_queued_but_not_later_traffic() {
-        let (mut n, l) = net_with_link(
-            Bps::mbps(10),
-            Duration::from_millis(20),
-            QueueLimit::Packets(100),
-        );
+        let (mut n, l) = net_with_link(Bps::mbps(10), Duration::from_millis(20), QueueLimit::Packets(100));
         for s in 0..5 {
-            let p = n.pool.alloc(Packet {
-                seq: s,
-                size: 1250,
-                ..Default::default()
-            });
+            let p = n.pool.alloc(Packet { seq: s, size: 1250, ..Default::default() });
             n.send(l, p);
         }
         // Run until two packets are on the wire (t = 2 ms), then cut the link.
-        while n
-            .events
-            .peek_time()
-            .is_some_and(|t| t <= Instant(2_000_000))
-        {
+        while n.events.peek_time().is_some_and(|t| t <= Instant(2_000_000)) {
             let (t, ev) = n.events.pop().unwrap();
             n.now = t;
             if let Event::TxDone(x) = ev {
@@ -571,23 +520,15 @@ mod tests {
         }
         let mut lost = Vec::new();
         n.set_link_state(l, false, &mut lost);
-        assert_eq!(lost.len(), 3, "one on the transmitter, two queued");
+        assert_eq!(lost.len(), 5, "two on the wire, one on the transmitter, two queued");
         for p in lost.drain(..) {
             n.pool.release(p);
         }
-        let p = n.pool.alloc(Packet {
-            seq: 99,
-            size: 1250,
-            ..Default::default()
-        });
+        let p = n.pool.alloc(Packet { seq: 99, size: 1250, ..Default::default() });
         assert_eq!(n.send(l, p), LinkOutput::Dropped(p, DropReason::Down));
         n.pool.release(p);
         n.set_link_state(l, true, &mut lost);
-        let p = n.pool.alloc(Packet {
-            seq: 100,
-            size: 1250,
-            ..Default::default()
-        });
+        let p = n.pool.alloc(Packet { seq: 100, size: 1250, ..Default::default() });
         n.send(l, p);
         let got = drain(&mut n);
         assert_eq!(got.iter().map(|x| x.1).collect::<Vec<_>>(), vec![100]);
@@ -597,16 +538,8 @@ mod tests {
 
     #[test]
     fn delay_changes_apply_to_packets_not_yet_propagating() {
-        let (mut n, l) = net_with_link(
-            Bps::gbps(1),
-            Duration::from_millis(10),
-            QueueLimit::Packets(10),
-        );
-        let a = n.pool.alloc(Packet {
-            seq: 1,
-            size: 125,
-            ..Default::default()
-        }); // 1 us serialisation
+        let (mut n, l) = net_with_link(Bps::gbps(1), Duration::from_millis(10), QueueLimit::Packets(10));
+        let a = n.pool.alloc(Packet { seq: 1, size: 125, ..Default::default() }); // 1 us serialisation
         n.send(l, a);
         let (t, ev) = n.events.pop().unwrap();
         n.now = t;
@@ -614,11 +547,7 @@ mod tests {
             n.tx_done(x);
         }
         n.set_link_delay(l, Duration::from_millis(30));
-        let b = n.pool.alloc(Packet {
-            seq: 2,
-            size: 125,
-            ..Default::default()
-        });
+        let b = n.pool.alloc(Packet { seq: 2, size: 125, ..Default::default() });
         n.send(l, b);
         let got = drain(&mut n);
         assert_eq!(got[0], (Instant(1_000 + 10_000_000), 1)); // kept the delay it was sent with
@@ -629,36 +558,12 @@ mod tests {
     fn equal_times_pop_in_insertion_order() {
         let mut q = EventQueue::default();
         for k in 0..100u64 {
-            q.push(
-                Instant(5),
-                Event::Timer {
-                    node: NodeId(0),
-                    token: k,
-                },
-            );
+            q.push(Instant(5), Event::Timer { node: NodeId(0), token: k });
         }
-        q.push(
-            Instant(1),
-            Event::Timer {
-                node: NodeId(0),
-                token: 1000,
-            },
-        );
-        assert_eq!(
-            q.pop().unwrap().1,
-            Event::Timer {
-                node: NodeId(0),
-                token: 1000
-            }
-        );
+        q.push(Instant(1), Event::Timer { node: NodeId(0), token: 1000 });
+        assert_eq!(q.pop().unwrap().1, Event::Timer { node: NodeId(0), token: 1000 });
         for k in 0..100u64 {
-            assert_eq!(
-                q.pop().unwrap().1,
-                Event::Timer {
-                    node: NodeId(0),
-                    token: k
-                }
-            );
+            assert_eq!(q.pop().unwrap().1, Event::Timer { node: NodeId(0), token: k });
         }
     }
 
@@ -666,14 +571,8 @@ mod tests {
     fn pool_reuses_slots() {
         let mut p = PacketPool::default();
         for round in 0..1000u64 {
-            let ids: Vec<PacketId> = (0..8)
-                .map(|s| {
-                    p.alloc(Packet {
-                        seq: round * 8 + s,
-                        ..Default::default()
-                    })
-                })
-                .collect();
+            let ids: Vec<PacketId> =
+                (0..8).map(|s| p.alloc(Packet { seq: round * 8 + s, ..Default::default() })).collect();
             for id in ids {
                 p.release(id);
             }

@@ -110,14 +110,8 @@ impl LeoPath {
                 )));
             }
         }
-        self.gsl_loss.validate().map_err(|source| LeoError::Loss {
-            field: "gsl_loss",
-            source,
-        })?;
-        self.isl_loss.validate().map_err(|source| LeoError::Loss {
-            field: "isl_loss",
-            source,
-        })?;
+        self.gsl_loss.validate().map_err(|source| LeoError::Loss { field: "gsl_loss", source })?;
+        self.isl_loss.validate().map_err(|source| LeoError::Loss { field: "isl_loss", source })?;
         Ok(())
     }
 
@@ -138,11 +132,7 @@ impl LeoPath {
             let p = path_nodes(s);
             for (w, &d) in p.windows(2).zip(&s.hop_delays) {
                 let ground = w[0] == END_A || w[0] == END_B || w[1] == END_A || w[1] == END_B;
-                let spec = if ground {
-                    &self.gsl_loss
-                } else {
-                    &self.isl_loss
-                };
+                let spec = if ground { &self.gsl_loss } else { &self.isl_loss };
                 for (x, y) in [(w[0], w[1]), (w[1], w[0])] {
                     if let std::collections::btree_map::Entry::Vacant(e) = links.entry((x, y)) {
                         let id = sim.add_link(x, y, self.rate, d, self.queue);
@@ -161,38 +151,16 @@ impl LeoPath {
         for s in &self.steps {
             let mut actions = Vec::new();
             if s.sats.is_empty() {
-                actions.push(Control::Route {
-                    at: END_A,
-                    dst: END_B,
-                    via: None,
-                });
-                actions.push(Control::Route {
-                    at: END_B,
-                    dst: END_A,
-                    via: None,
-                });
+                actions.push(Control::Route { at: END_A, dst: END_B, via: None });
+                actions.push(Control::Route { at: END_B, dst: END_A, via: None });
             } else {
                 let p = path_nodes(s);
                 for (w, &d) in p.windows(2).zip(&s.hop_delays) {
                     let (fwd, back) = (links[&(w[0], w[1])], links[&(w[1], w[0])]);
-                    actions.push(Control::Delay {
-                        link: fwd,
-                        delay: d,
-                    });
-                    actions.push(Control::Delay {
-                        link: back,
-                        delay: d,
-                    });
-                    actions.push(Control::Route {
-                        at: w[0],
-                        dst: END_B,
-                        via: Some(fwd),
-                    });
-                    actions.push(Control::Route {
-                        at: w[1],
-                        dst: END_A,
-                        via: Some(back),
-                    });
+                    actions.push(Control::Delay { link: fwd, delay: d });
+                    actions.push(Control::Delay { link: back, delay: d });
+                    actions.push(Control::Route { at: w[0], dst: END_B, via: Some(fwd) });
+                    actions.push(Control::Route { at: w[1], dst: END_A, via: Some(back) });
                 }
             }
             sim.schedule_controls(s.t, actions);
@@ -212,17 +180,10 @@ impl LeoPath {
                 (END_B, nodes[&step.sats[step.sats.len() - 1]])
             };
             let pair = [links[&(g, sat)], links[&(sat, g)]];
-            sim.schedule_controls(
-                it.t,
-                pair.iter()
-                    .map(|&l| Control::State { link: l, up: false })
-                    .collect(),
-            );
+            sim.schedule_controls(it.t, pair.iter().map(|&l| Control::State { link: l, up: false }).collect());
             sim.schedule_controls(
                 it.t + it.duration,
-                pair.iter()
-                    .map(|&l| Control::State { link: l, up: true })
-                    .collect(),
+                pair.iter().map(|&l| Control::State { link: l, up: true }).collect(),
             );
         }
         Ok(())
@@ -243,32 +204,12 @@ mod tests {
         // 0-2 s via satellite 10 (5 ms + 5 ms), 2-3 s via 20 -> 21 (6 + 4 + 6 ms), 3-4 s no path, then 10 again.
         let path = LeoPath {
             steps: vec![
-                LeoStep {
-                    t: Instant(0),
-                    sats: vec![10],
-                    hop_delays: vec![ms(5), ms(5)],
-                },
-                LeoStep {
-                    t: Instant(2_000_000_000),
-                    sats: vec![20, 21],
-                    hop_delays: vec![ms(6), ms(4), ms(6)],
-                },
-                LeoStep {
-                    t: Instant(3_000_000_000),
-                    sats: vec![],
-                    hop_delays: vec![],
-                },
-                LeoStep {
-                    t: Instant(4_000_000_000),
-                    sats: vec![10],
-                    hop_delays: vec![ms(5), ms(5)],
-                },
+                LeoStep { t: Instant(0), sats: vec![10], hop_delays: vec![ms(5), ms(5)] },
+                LeoStep { t: Instant(2_000_000_000), sats: vec![20, 21], hop_delays: vec![ms(6), ms(4), ms(6)] },
+                LeoStep { t: Instant(3_000_000_000), sats: vec![], hop_delays: vec![] },
+                LeoStep { t: Instant(4_000_000_000), sats: vec![10], hop_delays: vec![ms(5), ms(5)] },
             ],
-            interruptions: vec![LeoInterruption {
-                t: Instant(2_000_000_000),
-                end: 0,
-                duration: ms(100),
-            }],
+            interruptions: vec![LeoInterruption { t: Instant(2_000_000_000), end: 0, duration: ms(100) }],
             rate: Bps::mbps(100),
             queue: QueueLimit::Packets(100),
             gsl_loss: LossSpec::None,
@@ -278,29 +219,11 @@ mod tests {
         let mut sim = Sim::new(path.node_count(), 1);
         path.install(&mut sim).unwrap();
         let interval = Duration::from_millis(1);
-        sim.attach(
-            END_A,
-            Box::new(CbrSource {
-                flow: 0,
-                dst: END_B,
-                size: 125,
-                interval,
-                count: 5000,
-                sent: 0,
-            }),
-        );
+        sim.attach(END_A, Box::new(CbrSource { flow: 0, dst: END_B, size: 125, interval, count: 5000, sent: 0 }));
         sim.attach(END_B, Box::<Sink>::default());
         sim.run(Instant(6_000_000_000));
-        let sink: &Sink = sim
-            .agent(END_B)
-            .and_then(|a| a.as_any().downcast_ref())
-            .unwrap();
-        let owd = |seq: u64| {
-            sink.received
-                .iter()
-                .find(|r| r.0 == seq)
-                .map(|r| (r.2 - r.1).as_nanos())
-        };
+        let sink: &Sink = sim.agent(END_B).and_then(|a| a.as_any().downcast_ref()).unwrap();
+        let owd = |seq: u64| sink.received.iter().find(|r| r.0 == seq).map(|r| (r.2 - r.1).as_nanos());
         // 125 B at 100 Mbit/s = 10 us per hop.
         assert_eq!(owd(500), Some(10_000_000 + 2 * 10_000));
         assert_eq!(owd(2500), Some(16_000_000 + 3 * 10_000));
@@ -312,30 +235,19 @@ mod tests {
         assert_eq!(owd(4500), Some(10_000_000 + 2 * 10_000));
         let reasons: Vec<_> = sim.drops.iter().map(|d| d.reason).collect();
         assert!(reasons.contains(&None), "no-route drops during the outage");
-        assert!(
-            reasons.contains(&Some(crate::engine::DropReason::Down)),
-            "drops on the interrupted link"
-        );
+        assert!(reasons.contains(&Some(crate::engine::DropReason::Down)), "drops on the interrupted link");
     }
 
     #[test]
     fn inconsistent_steps_are_rejected() {
         let path = LeoPath {
-            steps: vec![LeoStep {
-                t: Instant(0),
-                sats: vec![1, 2],
-                hop_delays: vec![ms(1)],
-            }],
+            steps: vec![LeoStep { t: Instant(0), sats: vec![1, 2], hop_delays: vec![ms(1)] }],
             interruptions: vec![],
             rate: Bps::mbps(1),
             queue: QueueLimit::Packets(1),
             gsl_loss: LossSpec::None,
             isl_loss: LossSpec::Bernoulli { p: 2.0 },
         };
-        assert!(path
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("leo.steps[0]: 2 satellites need 3 hop delays"));
+        assert!(path.validate().unwrap_err().to_string().contains("leo.steps[0]: 2 satellites need 3 hop delays"));
     }
 }

@@ -121,11 +121,7 @@ pub enum ScenarioError {
 }
 
 fn invalid(field: String, value: impl ToString, reason: &str) -> ScenarioError {
-    ScenarioError::Invalid {
-        field,
-        value: value.to_string(),
-        reason: reason.to_string(),
-    }
+    ScenarioError::Invalid { field, value: value.to_string(), reason: reason.to_string() }
 }
 
 /// Summary of one flow.
@@ -243,19 +239,11 @@ impl Scenario {
                 ));
             }
             if self.nodes as usize != leo.node_count() {
-                return Err(invalid(
-                    "nodes".into(),
-                    self.nodes,
-                    "must equal the LEO path's node count",
-                ));
+                return Err(invalid("nodes".into(), self.nodes, "must equal the LEO path's node count"));
             }
         }
         if self.nodes < 2 {
-            return Err(invalid(
-                "nodes".into(),
-                self.nodes,
-                "needs at least 2 nodes",
-            ));
+            return Err(invalid("nodes".into(), self.nodes, "needs at least 2 nodes"));
         }
         if self.duration == Duration::ZERO {
             return Err(invalid("duration_s".into(), 0, "must be > 0"));
@@ -275,10 +263,7 @@ impl Scenario {
                 return Err(invalid(format!("links[{i}].queue"), 0, "must be > 0"));
             }
             for (dir, spec) in [("loss", &l.loss_ab), ("loss_reverse", &l.loss_ba)] {
-                spec.validate().map_err(|source| ScenarioError::Loss {
-                    field: format!("links[{i}].{dir}"),
-                    source,
-                })?;
+                spec.validate().map_err(|source| ScenarioError::Loss { field: format!("links[{i}].{dir}"), source })?;
             }
         }
         for (i, f) in self.flows.iter().enumerate() {
@@ -307,22 +292,14 @@ impl Scenario {
                         return Err(invalid(format!("flows[{i}].rate_bps"), 0, "must be > 0"));
                     }
                     if !(28..=65_535).contains(size) {
-                        return Err(invalid(
-                            format!("flows[{i}].size"),
-                            size,
-                            "must be in [28, 65535] bytes",
-                        ));
+                        return Err(invalid(format!("flows[{i}].size"), size, "must be in [28, 65535] bytes"));
                     }
                 }
             }
         }
         for (i, e) in self.events.iter().enumerate() {
             if e.link >= self.links.len() {
-                return Err(invalid(
-                    format!("events[{i}].link"),
-                    e.link,
-                    "is not a link index",
-                ));
+                return Err(invalid(format!("events[{i}].link"), e.link, "is not a link index"));
             }
         }
         Ok(())
@@ -366,10 +343,7 @@ pub fn run(s: &Scenario) -> Result<RunResult, ScenarioError> {
         let ba = sim.add_link(NodeId(l.b), NodeId(l.a), l.rate, l.delay, l.queue);
         for (id, spec) in [(ab, &l.loss_ab), (ba, &l.loss_ba)] {
             if *spec != LossSpec::None {
-                let m = spec.build().map_err(|source| ScenarioError::Loss {
-                    field: "links".into(),
-                    source,
-                })?;
+                let m = spec.build().map_err(|source| ScenarioError::Loss { field: "links".into(), source })?;
                 sim.link_mut(id).set_loss(m);
             }
         }
@@ -389,64 +363,26 @@ pub fn run(s: &Scenario) -> Result<RunResult, ScenarioError> {
     for (i, f) in s.flows.iter().enumerate() {
         for n in [f.src, f.dst] {
             if used[n as usize] {
-                return Err(invalid(
-                    format!("flows[{i}]"),
-                    n,
-                    "each node hosts at most one flow end in this version",
-                ));
+                return Err(invalid(format!("flows[{i}]"), n, "each node hosts at most one flow end in this version"));
             }
             used[n as usize] = true;
         }
         let flow = i as u32;
         match &f.kind {
             FlowKind::Tcp { cc: name, bytes } => {
-                let c =
-                    cc::build(name, u64::from(cfg.mss), cfg.init_cwnd_segments).map_err(|_| {
-                        invalid(format!("flows[{i}].cc"), name, "unknown congestion control")
-                    })?;
-                let mut src = TcpSource::new(
-                    flow,
-                    NodeId(f.dst),
-                    TcpSender::new(cfg, c, *bytes),
-                    s.sample_every,
-                );
+                let c = cc::build(name, u64::from(cfg.mss), cfg.init_cwnd_segments)
+                    .map_err(|_| invalid(format!("flows[{i}].cc"), name, "unknown congestion control"))?;
+                let mut src = TcpSource::new(flow, NodeId(f.dst), TcpSender::new(cfg, c, *bytes), s.sample_every);
                 src.start_at = f.start;
                 sim.attach(NodeId(f.src), Box::new(src));
-                sim.attach(
-                    NodeId(f.dst),
-                    Box::new(TcpSink::new(
-                        flow,
-                        NodeId(f.src),
-                        TcpReceiver::new(cfg),
-                        true,
-                    )),
-                );
+                sim.attach(NodeId(f.dst), Box::new(TcpSink::new(flow, NodeId(f.src), TcpReceiver::new(cfg), true)));
             }
             FlowKind::Cbr { rate, size } => {
-                let interval = rate
-                    .transmission_time(leoguard_core::Bytes(u64::from(*size)))
-                    .unwrap_or(Duration::ZERO);
+                let interval = rate.transmission_time(leoguard_core::Bytes(u64::from(*size))).unwrap_or(Duration::ZERO);
                 let until = s.duration.as_nanos().saturating_sub(f.start.as_nanos());
-                let count = if interval.as_nanos() == 0 {
-                    0
-                } else {
-                    until / interval.as_nanos()
-                };
-                let src = CbrSource {
-                    flow,
-                    dst: NodeId(f.dst),
-                    size: *size,
-                    interval,
-                    count,
-                    sent: 0,
-                };
-                sim.attach(
-                    NodeId(f.src),
-                    Box::new(DelayedStart {
-                        start: f.start,
-                        inner: src,
-                    }),
-                );
+                let count = if interval.as_nanos() == 0 { 0 } else { until / interval.as_nanos() };
+                let src = CbrSource { flow, dst: NodeId(f.dst), size: *size, interval, count, sent: 0 };
+                sim.attach(NodeId(f.src), Box::new(DelayedStart { start: f.start, inner: src }));
                 sim.attach(NodeId(f.dst), Box::<Sink>::default());
             }
         }
@@ -499,37 +435,22 @@ fn collect(s: &Scenario, sim: &Sim, end: Instant) -> RunResult {
             Some(crate::engine::DropReason::Down) => "down",
             None => "no-route",
         };
-        r.drops.push(DropRow {
-            t_ns: d.t.as_nanos(),
-            flow: d.packet.flow,
-            seq: d.packet.seq,
-            link,
-            reason,
-        });
+        r.drops.push(DropRow { t_ns: d.t.as_nanos(), flow: d.packet.flow, seq: d.packet.seq, link, reason });
     }
     for (i, f) in s.flows.iter().enumerate() {
-        let active = end
-            .saturating_duration_since(f.start)
-            .as_secs_f64()
-            .max(1e-9);
+        let active = end.saturating_duration_since(f.start).as_secs_f64().max(1e-9);
         let mut fr = FlowResult::default();
         match &f.kind {
             FlowKind::Tcp { .. } => {
-                let src: &TcpSource = sim
-                    .agent(NodeId(f.src))
-                    .and_then(|a| a.as_any().downcast_ref())
-                    .expect("attached above");
-                let dst: &TcpSink = sim
-                    .agent(NodeId(f.dst))
-                    .and_then(|a| a.as_any().downcast_ref())
-                    .expect("attached above");
+                let src: &TcpSource =
+                    sim.agent(NodeId(f.src)).and_then(|a| a.as_any().downcast_ref()).expect("attached above");
+                let dst: &TcpSink =
+                    sim.agent(NodeId(f.dst)).and_then(|a| a.as_any().downcast_ref()).expect("attached above");
                 fr.delivered_bytes = dst.tcp.delivered;
                 fr.retransmissions = src.tcp.stats.retransmissions;
                 fr.rtos = src.tcp.stats.rtos;
                 fr.packets_sent = src.tcp.stats.segments_sent;
-                fr.fct_s = src
-                    .completed_at
-                    .map(|t| t.saturating_duration_since(f.start).as_secs_f64());
+                fr.fct_s = src.completed_at.map(|t| t.saturating_duration_since(f.start).as_secs_f64());
                 for x in &src.samples {
                     r.series.push(SeriesRow {
                         flow: i as u32,
@@ -553,14 +474,10 @@ fn collect(s: &Scenario, sim: &Sim, end: Instant) -> RunResult {
                 }
             }
             FlowKind::Cbr { .. } => {
-                let src: &CbrSource = sim
-                    .agent(NodeId(f.src))
-                    .and_then(|a| a.as_any().downcast_ref())
-                    .expect("attached above");
-                let dst: &Sink = sim
-                    .agent(NodeId(f.dst))
-                    .and_then(|a| a.as_any().downcast_ref())
-                    .expect("attached above");
+                let src: &CbrSource =
+                    sim.agent(NodeId(f.src)).and_then(|a| a.as_any().downcast_ref()).expect("attached above");
+                let dst: &Sink =
+                    sim.agent(NodeId(f.dst)).and_then(|a| a.as_any().downcast_ref()).expect("attached above");
                 fr.packets_sent = src.sent;
                 fr.delivered_bytes = dst.received.len() as u64
                     * u64::from(match f.kind {
@@ -594,12 +511,7 @@ fn collect(s: &Scenario, sim: &Sim, end: Instant) -> RunResult {
         let st = l.stats;
         r.packet_hops += st.delivered;
         let realised = st.drops_loss as f64 / st.offered.max(1) as f64;
-        r.links.push(LinkRow {
-            from: l.from.0,
-            to: l.to.0,
-            stats: st,
-            realised_loss: realised,
-        });
+        r.links.push(LinkRow { from: l.from.0, to: l.to.0, stats: st, realised_loss: realised });
     }
     r
 }
@@ -620,12 +532,7 @@ mod tests {
                 loss_ab: loss,
                 loss_ba: LossSpec::None,
             }],
-            flows: vec![FlowSpec {
-                src: 0,
-                dst: 1,
-                kind: flow,
-                start: Instant::ZERO,
-            }],
+            flows: vec![FlowSpec { src: 0, dst: 1, kind: flow, start: Instant::ZERO }],
             events: vec![],
             duration: Duration::from_secs(10),
             seed: 1,
@@ -636,33 +543,17 @@ mod tests {
 
     #[test]
     fn cbr_endpoint_loss_matches_the_link_model() {
-        let s = two_node(
-            LossSpec::Bernoulli { p: 0.02 },
-            FlowKind::Cbr {
-                rate: Bps::mbps(10),
-                size: 1250,
-            },
-        );
+        let s = two_node(LossSpec::Bernoulli { p: 0.02 }, FlowKind::Cbr { rate: Bps::mbps(10), size: 1250 });
         let r = run(&s).unwrap();
         let f = &r.flows[0];
         assert_eq!(f.packets_sent, 10_000);
-        assert!(
-            (f.endpoint_loss - 0.02).abs() < 0.005,
-            "{}",
-            f.endpoint_loss
-        );
+        assert!((f.endpoint_loss - 0.02).abs() < 0.005, "{}", f.endpoint_loss);
         assert!((r.links[0].realised_loss - f.endpoint_loss).abs() < 1e-12);
     }
 
     #[test]
     fn tcp_transfer_reports_fct_and_hides_loss() {
-        let s = two_node(
-            LossSpec::Bernoulli { p: 0.01 },
-            FlowKind::Tcp {
-                cc: "cubic".into(),
-                bytes: Some(2_000_000),
-            },
-        );
+        let s = two_node(LossSpec::Bernoulli { p: 0.01 }, FlowKind::Tcp { cc: "cubic".into(), bytes: Some(2_000_000) });
         let r = run(&s).unwrap();
         let f = &r.flows[0];
         assert_eq!(f.delivered_bytes, 2_000_000);
@@ -672,13 +563,7 @@ mod tests {
 
     #[test]
     fn same_seed_same_result_other_seed_differs() {
-        let s = two_node(
-            LossSpec::Bernoulli { p: 0.01 },
-            FlowKind::Tcp {
-                cc: "bbr".into(),
-                bytes: None,
-            },
-        );
+        let s = two_node(LossSpec::Bernoulli { p: 0.01 }, FlowKind::Tcp { cc: "bbr".into(), bytes: None });
         assert_eq!(run(&s).unwrap(), run(&s).unwrap());
         let mut t = s.clone();
         t.seed = 2;
@@ -687,30 +572,12 @@ mod tests {
 
     #[test]
     fn invalid_fields_are_named() {
-        let mut s = two_node(
-            LossSpec::Bernoulli { p: 1.5 },
-            FlowKind::Tcp {
-                cc: "cubic".into(),
-                bytes: None,
-            },
-        );
+        let mut s = two_node(LossSpec::Bernoulli { p: 1.5 }, FlowKind::Tcp { cc: "cubic".into(), bytes: None });
         assert!(run(&s).unwrap_err().to_string().contains("links[0].loss"));
         s.links[0].loss_ab = LossSpec::None;
-        s.flows[0].kind = FlowKind::Tcp {
-            cc: "vegas".into(),
-            bytes: None,
-        };
-        assert!(run(&s)
-            .unwrap_err()
-            .to_string()
-            .contains("flows[0].cc = vegas"));
-        s.flows[0].kind = FlowKind::Cbr {
-            rate: Bps(0),
-            size: 1000,
-        };
-        assert!(run(&s)
-            .unwrap_err()
-            .to_string()
-            .contains("flows[0].rate_bps = 0"));
+        s.flows[0].kind = FlowKind::Tcp { cc: "vegas".into(), bytes: None };
+        assert!(run(&s).unwrap_err().to_string().contains("flows[0].cc = vegas"));
+        s.flows[0].kind = FlowKind::Cbr { rate: Bps(0), size: 1000 };
+        assert!(run(&s).unwrap_err().to_string().contains("flows[0].rate_bps = 0"));
     }
 }

@@ -4,9 +4,7 @@
 //! (send a packet, arm a timer). Every node forwards by a static next-hop table; the orbit-driven
 //! route updates of issue 3 replace these tables at routing-step boundaries.
 
-use crate::engine::{
-    DropReason, Event, Link, LinkId, LinkOutput, Network, NodeId, Packet, PacketId, QueueLimit,
-};
+use crate::engine::{DropReason, Event, Link, LinkId, LinkOutput, Network, NodeId, Packet, PacketId, QueueLimit};
 use leoguard_core::{stream, Bps, Duration, Instant};
 
 /// What an agent may do in response to an event.
@@ -121,23 +119,9 @@ impl Sim {
     }
 
     /// Adds a one-way link with its own random stream `link/<from>-<to>/<index>`.
-    pub fn add_link(
-        &mut self,
-        from: NodeId,
-        to: NodeId,
-        rate: Bps,
-        delay: Duration,
-        limit: QueueLimit,
-    ) -> LinkId {
+    pub fn add_link(&mut self, from: NodeId, to: NodeId, rate: Bps, delay: Duration, limit: QueueLimit) -> LinkId {
         let label = format!("link/{}-{}/{}", from.0, to.0, self.net.links.len());
-        self.net.add_link(Link::new(
-            from,
-            to,
-            rate,
-            delay,
-            limit,
-            stream(self.seed, &label),
-        ))
+        self.net.add_link(Link::new(from, to, rate, delay, limit, stream(self.seed, &label)))
     }
 
     /// Mutable access to a link (to attach a loss model, say).
@@ -176,9 +160,7 @@ impl Sim {
         let actions = std::mem::take(&mut self.controls[index as usize]);
         for a in &actions {
             match *a {
-                Control::Route { at, dst, via } => {
-                    self.next_hop[at.0 as usize][dst.0 as usize] = via
-                }
+                Control::Route { at, dst, via } => self.next_hop[at.0 as usize][dst.0 as usize] = via,
                 Control::Delay { link, delay } => self.net.set_link_delay(link, delay),
                 Control::State { link, up } => self.set_state_now(link, up),
             }
@@ -207,9 +189,7 @@ impl Sim {
         }
         self.ctx.sends = sends;
         for (at, token) in self.ctx.timers.drain(..) {
-            self.net
-                .events
-                .push(at.max(self.net.now), Event::Timer { node, token });
+            self.net.events.push(at.max(self.net.now), Event::Timer { node, token });
         }
     }
 
@@ -226,12 +206,7 @@ impl Sim {
     }
 
     fn record_drop(&mut self, p: PacketId, link: Option<LinkId>, reason: Option<DropReason>) {
-        self.drops.push(DropRecord {
-            t: self.net.now,
-            packet: *self.net.pool.get(p),
-            link,
-            reason,
-        });
+        self.drops.push(DropRecord { t: self.net.now, packet: *self.net.pool.get(p), link, reason });
         self.net.pool.release(p);
     }
 
@@ -262,8 +237,8 @@ impl Sim {
             self.net.now = t;
             match ev {
                 Event::TxDone(l) => self.net.tx_done(l),
-                Event::Arrive { link, pkt, epoch } => match self.net.arrive(link, pkt, epoch) {
-                    Ok(p) => {
+                Event::Arrive { link, pkt, epoch } => {
+                    if let Some(p) = self.net.arrive(link, pkt, epoch) {
                         let node = self.net.links[link.0 as usize].to;
                         if self.net.pool.get(p).dst == node.0 {
                             let packet = *self.net.pool.get(p);
@@ -273,8 +248,7 @@ impl Sim {
                             self.forward(node, p);
                         }
                     }
-                    Err(p) => self.record_drop(p, Some(link), Some(DropReason::Down)),
-                },
+                }
                 Event::Timer { node, token } => self.with_agent(node, |a, c| a.on_timer(token, c)),
                 Event::LinkState { link, up } => self.set_state_now(link, up),
                 Event::Control { index } => self.apply_controls(index),
@@ -357,13 +331,7 @@ impl Agent for Sink {
 
 /// A chain of `hops` links (both directions) between node 0 and node `hops`, each with `rate` and
 /// `delay`, routed end to end. Returns the simulator and the forward links in order.
-pub fn chain(
-    hops: usize,
-    rate: Bps,
-    delay: Duration,
-    limit: QueueLimit,
-    seed: u64,
-) -> (Sim, Vec<LinkId>) {
+pub fn chain(hops: usize, rate: Bps, delay: Duration, limit: QueueLimit, seed: u64) -> (Sim, Vec<LinkId>) {
     let mut sim = Sim::new(hops + 1, seed);
     let mut fwd = Vec::with_capacity(hops);
     let mut back = Vec::with_capacity(hops);
@@ -388,9 +356,7 @@ mod tests {
     use super::*;
 
     fn sink(sim: &Sim, n: NodeId) -> &Sink {
-        sim.agent(n)
-            .and_then(|a| a.as_any().downcast_ref::<Sink>())
-            .expect("a sink is attached")
+        sim.agent(n).and_then(|a| a.as_any().downcast_ref::<Sink>()).expect("a sink is attached")
     }
 
     fn cbr(dst: u32, size: u32, interval_us: u64, count: u64) -> Box<CbrSource> {
@@ -407,13 +373,7 @@ mod tests {
     #[test]
     fn unloaded_chain_delay_is_the_sum_of_serialisation_and_propagation() {
         // 9 hops of 100 Mbit/s and 2 ms; 1250 B packets (100 us each) at 10 Mbit/s: no queueing.
-        let (mut sim, _) = chain(
-            9,
-            Bps::mbps(100),
-            Duration::from_millis(2),
-            QueueLimit::Packets(100),
-            1,
-        );
+        let (mut sim, _) = chain(9, Bps::mbps(100), Duration::from_millis(2), QueueLimit::Packets(100), 1);
         sim.attach(NodeId(0), cbr(9, 1250, 1000, 500));
         sim.attach(NodeId(9), Box::<Sink>::default());
         sim.run(Instant(10_000_000_000));
@@ -432,20 +392,9 @@ mod tests {
     fn overload_queues_then_drops_at_the_bottleneck() {
         // 2 hops; the second is 5 Mbit/s behind a 100 Mbit/s first hop; 10 Mbit/s offered.
         let mut sim = Sim::new(3, 7);
-        let a = sim.add_link(
-            NodeId(0),
-            NodeId(1),
-            Bps::mbps(100),
-            Duration::from_millis(1),
-            QueueLimit::Packets(50),
-        );
-        let b = sim.add_link(
-            NodeId(1),
-            NodeId(2),
-            Bps::mbps(5),
-            Duration::from_millis(1),
-            QueueLimit::Bytes(20 * 1250),
-        );
+        let a = sim.add_link(NodeId(0), NodeId(1), Bps::mbps(100), Duration::from_millis(1), QueueLimit::Packets(50));
+        let b =
+            sim.add_link(NodeId(1), NodeId(2), Bps::mbps(5), Duration::from_millis(1), QueueLimit::Bytes(20 * 1250));
         sim.route(NodeId(0), NodeId(2), a);
         sim.route(NodeId(1), NodeId(2), b);
         sim.attach(NodeId(0), cbr(2, 1250, 1000, 1000));
@@ -462,21 +411,12 @@ mod tests {
         let max_owd = got.iter().map(|r| (r.2 - r.1).as_nanos()).max().unwrap();
         assert!(max_owd <= 100_000 + 1_000_000 + 20 * 2_000_000 + 2_000_000 + 1_000_000);
         assert!(max_owd >= 20 * 2_000_000);
-        assert!(sim
-            .drops
-            .iter()
-            .all(|d| d.link == Some(b) && d.reason == Some(DropReason::Queue)));
+        assert!(sim.drops.iter().all(|d| d.link == Some(b) && d.reason == Some(DropReason::Queue)));
     }
 
     #[test]
     fn a_blackout_loses_only_what_crosses_it_and_nothing_is_duplicated() {
-        let (mut sim, fwd) = chain(
-            3,
-            Bps::mbps(100),
-            Duration::from_millis(5),
-            QueueLimit::Packets(100),
-            3,
-        );
+        let (mut sim, fwd) = chain(3, Bps::mbps(100), Duration::from_millis(5), QueueLimit::Packets(100), 3);
         sim.attach(NodeId(0), cbr(3, 1000, 1000, 300));
         sim.attach(NodeId(3), Box::<Sink>::default());
         sim.schedule_link_state(Instant(100_000_000), fwd[1], false);
@@ -490,23 +430,13 @@ mod tests {
         let mut seqs: Vec<u64> = got.iter().map(|r| r.0).collect();
         seqs.extend(&lost);
         seqs.sort_unstable();
-        assert_eq!(
-            seqs,
-            (0..300).collect::<Vec<_>>(),
-            "every packet exactly once: delivered or lost"
-        );
+        assert_eq!(seqs, (0..300).collect::<Vec<_>>(), "every packet exactly once: delivered or lost");
     }
 
     #[test]
     fn same_seed_same_trace() {
         let run = || {
-            let (mut sim, fwd) = chain(
-                4,
-                Bps::mbps(20),
-                Duration::from_millis(3),
-                QueueLimit::Packets(10),
-                11,
-            );
+            let (mut sim, fwd) = chain(4, Bps::mbps(20), Duration::from_millis(3), QueueLimit::Packets(10), 11);
             sim.schedule_link_delay(Instant(50_000_000), fwd[2], Duration::from_millis(9));
             sim.attach(NodeId(0), cbr(4, 1500, 300, 2000));
             sim.attach(NodeId(4), Box::<Sink>::default());

@@ -136,12 +136,7 @@ impl Agent for TcpSource {
         if p.flags & FLAG_ACK == 0 || p.flow != self.flow {
             return;
         }
-        let ack = Ack {
-            cum: p.ack,
-            sack: p.sack,
-            n_sack: p.n_sack,
-            rwnd: p.seq,
-        };
+        let ack = Ack { cum: p.ack, sack: p.sack, n_sack: p.n_sack, rwnd: p.seq };
         self.tcp.on_ack(ctx.now(), &ack);
         self.pump(ctx);
     }
@@ -202,15 +197,7 @@ pub struct TcpSink {
 impl TcpSink {
     /// A receiver of flow `flow` whose ACKs go to `peer`.
     pub fn new(flow: u32, peer: NodeId, tcp: TcpReceiver, record: bool) -> Self {
-        TcpSink {
-            flow,
-            peer,
-            tcp,
-            records: Vec::new(),
-            record,
-            timer_gen: 0,
-            armed: None,
-        }
+        TcpSink { flow, peer, tcp, records: Vec::new(), record, timer_gen: 0, armed: None }
     }
 
     fn send_ack(&self, a: &Ack, ctx: &mut Ctx) {
@@ -290,50 +277,21 @@ mod tests {
     use leoguard_proto::cc;
     use leoguard_proto::tcp::TcpConfig;
 
-    fn flow_over_chain(
-        cc_name: &str,
-        bytes: Option<u64>,
-        hops: usize,
-    ) -> (Sim, Vec<crate::engine::LinkId>) {
-        let (mut sim, fwd) = chain(
-            hops,
-            Bps::mbps(100),
-            Duration::from_millis(2),
-            QueueLimit::Bytes(1_000_000),
-            5,
-        );
+    fn flow_over_chain(cc_name: &str, bytes: Option<u64>, hops: usize) -> (Sim, Vec<crate::engine::LinkId>) {
+        let (mut sim, fwd) = chain(hops, Bps::mbps(100), Duration::from_millis(2), QueueLimit::Bytes(1_000_000), 5);
         let cfg = TcpConfig::default();
-        let tx = TcpSender::new(
-            cfg,
-            cc::build(cc_name, u64::from(cfg.mss), cfg.init_cwnd_segments).unwrap(),
-            bytes,
-        );
-        sim.attach(
-            NodeId(0),
-            Box::new(TcpSource::new(
-                1,
-                NodeId(hops as u32),
-                tx,
-                Duration::from_millis(100),
-            )),
-        );
-        sim.attach(
-            NodeId(hops as u32),
-            Box::new(TcpSink::new(1, NodeId(0), TcpReceiver::new(cfg), true)),
-        );
+        let tx = TcpSender::new(cfg, cc::build(cc_name, u64::from(cfg.mss), cfg.init_cwnd_segments).unwrap(), bytes);
+        sim.attach(NodeId(0), Box::new(TcpSource::new(1, NodeId(hops as u32), tx, Duration::from_millis(100))));
+        sim.attach(NodeId(hops as u32), Box::new(TcpSink::new(1, NodeId(0), TcpReceiver::new(cfg), true)));
         (sim, fwd)
     }
 
     fn source(sim: &Sim) -> &TcpSource {
-        sim.agent(NodeId(0))
-            .and_then(|a| a.as_any().downcast_ref())
-            .unwrap()
+        sim.agent(NodeId(0)).and_then(|a| a.as_any().downcast_ref()).unwrap()
     }
 
     fn sink(sim: &Sim, n: u32) -> &TcpSink {
-        sim.agent(NodeId(n))
-            .and_then(|a| a.as_any().downcast_ref())
-            .unwrap()
+        sim.agent(NodeId(n)).and_then(|a| a.as_any().downcast_ref()).unwrap()
     }
 
     #[test]
@@ -346,10 +304,7 @@ mod tests {
         assert!(src.completed_at.is_some());
         assert!(dst.records.iter().all(|r| r.hops == 9));
         // Propagation 2 x 9 x 2 ms = 36 ms; the smoothed RTT must be at least that.
-        assert!(src
-            .samples
-            .iter()
-            .any(|s| s.srtt >= Duration::from_millis(36)));
+        assert!(src.samples.iter().any(|s| s.srtt >= Duration::from_millis(36)));
     }
 
     #[test]

@@ -19,49 +19,20 @@ struct Run {
 /// One bulk flow over a 9-hop chain of 100 Mbit/s, 2 ms links; Bernoulli loss `p` on the first
 /// data-direction link. Goodput is measured after a `warmup`.
 fn bulk(cc_name: &str, p: f64, secs: u64, warmup: u64, seed: u64) -> Run {
-    let (mut sim, fwd) = chain(
-        9,
-        Bps::mbps(100),
-        Duration::from_millis(2),
-        QueueLimit::Bytes(1_500_000),
-        seed,
-    );
+    let (mut sim, fwd) = chain(9, Bps::mbps(100), Duration::from_millis(2), QueueLimit::Bytes(1_500_000), seed);
     if p > 0.0 {
-        sim.link_mut(fwd[0])
-            .set_loss(Box::new(Bernoulli::new(p).expect("p in [0, 1]")));
+        sim.link_mut(fwd[0]).set_loss(Box::new(Bernoulli::new(p).expect("p in [0, 1]")));
     }
     let cfg = TcpConfig::default();
-    let tx = TcpSender::new(
-        cfg,
-        cc::build(cc_name, u64::from(cfg.mss), 10).expect("registry name"),
-        None,
-    );
-    sim.attach(
-        NodeId(0),
-        Box::new(TcpSource::new(1, NodeId(9), tx, Duration::from_millis(100))),
-    );
-    sim.attach(
-        NodeId(9),
-        Box::new(TcpSink::new(1, NodeId(0), TcpReceiver::new(cfg), false)),
-    );
+    let tx = TcpSender::new(cfg, cc::build(cc_name, u64::from(cfg.mss), 10).expect("registry name"), None);
+    sim.attach(NodeId(0), Box::new(TcpSource::new(1, NodeId(9), tx, Duration::from_millis(100))));
+    sim.attach(NodeId(9), Box::new(TcpSink::new(1, NodeId(0), TcpReceiver::new(cfg), false)));
     sim.run(Instant(secs * 1_000_000_000));
-    let src: &TcpSource = sim
-        .agent(NodeId(0))
-        .and_then(|a| a.as_any().downcast_ref())
-        .expect("source attached");
-    let s0 = src
-        .samples
-        .iter()
-        .find(|s| s.t >= Instant(warmup * 1_000_000_000))
-        .expect("run longer than warm-up");
+    let src: &TcpSource = sim.agent(NodeId(0)).and_then(|a| a.as_any().downcast_ref()).expect("source attached");
+    let s0 = src.samples.iter().find(|s| s.t >= Instant(warmup * 1_000_000_000)).expect("run longer than warm-up");
     let s1 = src.samples.last().expect("sampled");
     let goodput_bps = (s1.acked - s0.acked) as f64 * 8.0 / (s1.t - s0.t).as_secs_f64();
-    let rtts: Vec<f64> = src
-        .samples
-        .iter()
-        .filter(|s| s.t >= s0.t)
-        .map(|s| s.srtt.as_secs_f64())
-        .collect();
+    let rtts: Vec<f64> = src.samples.iter().filter(|s| s.t >= s0.t).map(|s| s.srtt.as_secs_f64()).collect();
     let st = sim.net.links[fwd[0].0 as usize].stats;
     Run {
         goodput_bps,
@@ -88,15 +59,8 @@ fn newreno_follows_the_mathis_formula() {
             r.realised_loss,
             r.retransmissions
         );
-        assert!(
-            (r.realised_loss - p).abs() < 0.25 * p,
-            "realised loss {}",
-            r.realised_loss
-        );
-        assert!(
-            (0.7..=1.3).contains(&ratio),
-            "p={p}: goodput/Mathis = {ratio:.3}"
-        );
+        assert!((r.realised_loss - p).abs() < 0.25 * p, "realised loss {}", r.realised_loss);
+        assert!((0.7..=1.3).contains(&ratio), "p={p}: goodput/Mathis = {ratio:.3}");
     }
 }
 
@@ -105,15 +69,9 @@ fn cubic_and_bbr_fill_a_clean_chain() {
     for name in ["cubic", "bbr"] {
         let r = bulk(name, 0.0, 30, 10, 1);
         let util = r.goodput_bps / PAYLOAD_CAPACITY;
-        println!(
-            "{name}: goodput {:.2} Mbit/s, utilisation {util:.3}",
-            r.goodput_bps / 1e6
-        );
+        println!("{name}: goodput {:.2} Mbit/s, utilisation {util:.3}", r.goodput_bps / 1e6);
         assert!(util >= 0.9, "{name} utilisation {util:.3}");
-        assert!(
-            util <= 1.001,
-            "{name} goodput above the link's payload capacity: accounting error"
-        );
+        assert!(util <= 1.001, "{name} goodput above the link's payload capacity: accounting error");
     }
 }
 
@@ -121,10 +79,7 @@ fn cubic_and_bbr_fill_a_clean_chain() {
 fn under_one_percent_loss_bbr_keeps_its_rate_and_cubic_collapses() {
     let bbr = bulk("bbr", 0.01, 30, 5, 9);
     let cubic = bulk("cubic", 0.01, 30, 5, 9);
-    let (ub, uc) = (
-        bbr.goodput_bps / PAYLOAD_CAPACITY,
-        cubic.goodput_bps / PAYLOAD_CAPACITY,
-    );
+    let (ub, uc) = (bbr.goodput_bps / PAYLOAD_CAPACITY, cubic.goodput_bps / PAYLOAD_CAPACITY);
     println!("1% loss: BBR {:.3} of capacity, CUBIC {:.3}", ub, uc);
     assert!(ub >= 0.8, "BBR keeps only {ub:.3}");
     assert!(uc <= 0.3, "CUBIC keeps {uc:.3}, expected far below BBR");

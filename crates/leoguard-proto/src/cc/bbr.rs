@@ -555,13 +555,7 @@ mod tests {
 
     impl Script {
         fn new(rtt: Duration, bottleneck: Bps) -> Script {
-            Script {
-                now: Instant::ZERO,
-                total: 0,
-                rtt,
-                bottleneck,
-                queue: 0,
-            }
+            Script { now: Instant::ZERO, total: 0, rtt, bottleneck, queue: 0 }
         }
 
         /// One round sending at `send` (None: the pacing rate); returns the delivery rate.
@@ -572,9 +566,7 @@ mod tests {
             let out = (self.queue + sent).min(capacity).max(MSS);
             self.queue = (self.queue + sent).saturating_sub(out);
             let rate = Bps(out * 8 * 1_000_000_000 / self.rtt.as_nanos());
-            let queue_delay = self
-                .bottleneck
-                .transmission_time(leoguard_core::Bytes(self.queue));
+            let queue_delay = self.bottleneck.transmission_time(leoguard_core::Bytes(self.queue));
             let rtt_sample = self.rtt + queue_delay.unwrap_or(Duration::ZERO);
             let chunk = out / ACKS;
             let round_start_total = self.total;
@@ -640,10 +632,7 @@ mod tests {
                 // Unlimited link: each round delivers at last round's pacing rate, which is
                 // 2.885 · 0.99 times the rate delivered in the round before.
                 let ratio = rate.0 as f64 / prev.0 as f64;
-                assert!(
-                    (ratio - HIGH_GAIN * PACING_MARGIN).abs() < 0.05,
-                    "growth {ratio}"
-                );
+                assert!((ratio - HIGH_GAIN * PACING_MARGIN).abs() < 0.05, "growth {ratio}");
                 growth_rounds += 1;
             }
             prev = rate;
@@ -658,11 +647,7 @@ mod tests {
         assert!(cc.ssthresh() < u64::MAX);
         // cwnd = 2 · BDP + quantisation budget (2.5 MB BDP at 1 Gbit/s · 20 ms).
         let bdp = 2_500_000;
-        assert!(
-            cc.cwnd() >= 2 * bdp + 3 * MSS && cc.cwnd() <= 2 * bdp + 7 * MSS,
-            "cwnd {}",
-            cc.cwnd()
-        );
+        assert!(cc.cwnd() >= 2 * bdp + 3 * MSS && cc.cwnd() <= 2 * bdp + 7 * MSS, "cwnd {}", cc.cwnd());
         // Cruising pacing rate is within the gain cycle of the bottleneck, less the 1 % margin.
         let p = cc.pacing_rate().map_or(0, |p| p.0) as f64 / bottleneck.0 as f64;
         assert!((0.74..=1.24).contains(&p), "pacing/bottleneck {p}");
@@ -686,14 +671,8 @@ mod tests {
             first
         };
         let phases: Vec<usize> = (0..16).map(start_phase).collect();
-        assert!(
-            phases.iter().all(|&p| p != 1),
-            "never starts in the drain phase: {phases:?}"
-        );
-        assert!(
-            phases.iter().any(|&p| p != phases[0]),
-            "start phase is random: {phases:?}"
-        );
+        assert!(phases.iter().all(|&p| p != 1), "never starts in the drain phase: {phases:?}");
+        assert!(phases.iter().any(|&p| p != phases[0]), "start phase is random: {phases:?}");
         assert_eq!(start_phase(3), start_phase(3));
     }
 
@@ -726,16 +705,9 @@ mod tests {
         let since_sample = entered.saturating_duration_since(min_rtt_at);
         assert!(since_sample >= MIN_RTT_WINDOW && since_sample <= MIN_RTT_WINDOW + rtt + rtt);
         let dwell = left.saturating_duration_since(entered);
-        assert!(
-            dwell >= PROBE_RTT_DURATION && dwell <= PROBE_RTT_DURATION + rtt + rtt + rtt,
-            "dwell {dwell}"
-        );
+        assert!(dwell >= PROBE_RTT_DURATION && dwell <= PROBE_RTT_DURATION + rtt + rtt + rtt, "dwell {dwell}");
         assert_eq!(cc.mode(), Mode::ProbeBw);
-        assert!(
-            cc.cwnd() >= good_cwnd - 4 * MSS,
-            "cwnd restored: {} vs {good_cwnd}",
-            cc.cwnd()
-        );
+        assert!(cc.cwnd() >= good_cwnd - 4 * MSS, "cwnd restored: {} vs {good_cwnd}", cc.cwnd());
     }
 
     #[test]
@@ -746,13 +718,7 @@ mod tests {
             s.round(&mut cc);
         }
         let mut twin = cc.clone();
-        let mut s_twin = Script {
-            now: s.now,
-            total: s.total,
-            rtt: s.rtt,
-            bottleneck: s.bottleneck,
-            queue: s.queue,
-        };
+        let mut s_twin = Script { now: s.now, total: s.total, rtt: s.rtt, bottleneck: s.bottleneck, queue: s.queue };
         for r in 0..50 {
             s_twin.round(&mut twin);
             if r % 5 == 0 {
@@ -767,12 +733,7 @@ mod tests {
                 s.round(&mut cc);
             }
             assert_eq!(cc.bw(), twin.bw());
-            assert!(
-                cc.cwnd() + 2 * MSS >= twin.cwnd(),
-                "{} vs {}",
-                cc.cwnd(),
-                twin.cwnd()
-            );
+            assert!(cc.cwnd() + 2 * MSS >= twin.cwnd(), "{} vs {}", cc.cwnd(), twin.cwnd());
         }
         assert_eq!(cc.mode(), Mode::ProbeBw);
     }
@@ -836,8 +797,7 @@ mod tests {
         let mut pipe: VecDeque<Pkt> = VecDeque::new();
         let (mut in_flight, mut delivered, mut seq) = (0u64, 0u64, 0u64);
         let (mut delivered_time, mut first_sent) = (Instant::ZERO, Instant::ZERO);
-        let (mut recovery_point, mut min_rtt, mut srtt) =
-            (None::<u64>, Duration(u64::MAX), Duration::ZERO);
+        let (mut recovery_point, mut min_rtt, mut srtt) = (None::<u64>, Duration(u64::MAX), Duration::ZERO);
         let mut goodput_bytes = 0u64;
         while now < end {
             let ack_t = pipe.front().map(|p| p.ack_at);
@@ -863,11 +823,7 @@ mod tests {
                     }
                     let rtt = now - p.sent;
                     min_rtt = min_rtt.min(rtt);
-                    srtt = if srtt == Duration::ZERO {
-                        rtt
-                    } else {
-                        Duration((7 * srtt.0 + rtt.0) / 8)
-                    };
+                    srtt = if srtt == Duration::ZERO { rtt } else { Duration((7 * srtt.0 + rtt.0) / 8) };
                     let interval = (p.sent - p.first_sent).max(now - p.delivered_time);
                     let rs = RateSample {
                         delivered: delivered - p.delivered,
@@ -912,9 +868,7 @@ mod tests {
                     seq += 1;
                     in_flight += MSS;
                     cc.on_sent(now, MSS, in_flight);
-                    let pace = cc
-                        .pacing_rate()
-                        .and_then(|r| r.transmission_time(leoguard_core::Bytes(MSS)));
+                    let pace = cc.pacing_rate().and_then(|r| r.transmission_time(leoguard_core::Bytes(MSS)));
                     next_send = now + pace.unwrap_or(Duration::ZERO);
                 }
                 _ => unreachable!("nothing in flight and cwnd closed"),

@@ -167,8 +167,7 @@ impl Cubic {
         if h.sample_cnt < HYSTART_MIN_SAMPLES {
             h.sample_cnt += 1;
         } else {
-            let eta =
-                Duration(delay_min.as_nanos() / 8).clamp(HYSTART_DELAY_MIN, HYSTART_DELAY_MAX);
+            let eta = Duration(delay_min.as_nanos() / 8).clamp(HYSTART_DELAY_MIN, HYSTART_DELAY_MAX);
             if h.curr_rtt.is_some_and(|c| c > delay_min + eta) {
                 self.hystart_exit();
             }
@@ -178,10 +177,7 @@ impl Cubic {
     /// Linux `cubictcp_acked`: track the minimum delay and feed HyStart.
     fn on_rtt_sample(&mut self, now: Instant, rtt: Duration) {
         // Right after a reduction the queue is still draining; Linux ignores those samples.
-        if self
-            .epoch_start
-            .is_some_and(|e| now.saturating_duration_since(e) < DELAY_SAMPLE_HOLDOFF)
-        {
+        if self.epoch_start.is_some_and(|e| now.saturating_duration_since(e) < DELAY_SAMPLE_HOLDOFF) {
             return;
         }
         let delay = rtt.max(Duration(1));
@@ -265,11 +261,7 @@ impl Cubic {
         self.epoch_start = None;
         let cwnd = self.cwnd_segments();
         // RFC 9438 §4.7: a flow whose plateau keeps falling releases bandwidth to newcomers.
-        self.w_last_max = if cwnd < self.w_last_max {
-            cwnd * (1.0 + BETA) / 2.0
-        } else {
-            cwnd
-        };
+        self.w_last_max = if cwnd < self.w_last_max { cwnd * (1.0 + BETA) / 2.0 } else { cwnd };
         let reduced = (self.cwnd as f64 * BETA) as u64;
         reduced.max(2 * self.mss)
     }
@@ -424,11 +416,7 @@ mod tests {
         let mut cc = after_loss_at(100, Instant::ZERO);
         cc.on_ack(Instant::ZERO, &ack(MSS, Duration::from_millis(100)));
         let expect = (100.0 * (1.0 - BETA) / C).cbrt();
-        assert!(
-            (cc.k_secs() - expect).abs() < 1e-9,
-            "K {} vs {expect}",
-            cc.k_secs()
-        );
+        assert!((cc.k_secs() - expect).abs() < 1e-9, "K {} vs {expect}", cc.k_secs());
         assert!((expect - 4.217).abs() < 1e-3);
     }
 
@@ -448,19 +436,13 @@ mod tests {
             let w = cc.cwnd() as f64 / MSS as f64;
             let curve = C * (t - k).powi(3) + w_max as f64;
             // The epoch starts at the first ACK, one ACK gap after `start`; allow 2 % + 2 segments.
-            assert!(
-                (w - curve).abs() <= 0.02 * curve + 2.0,
-                "t={t:.2} w={w:.1} curve={curve:.1}"
-            );
+            assert!((w - curve).abs() <= 0.02 * curve + 2.0, "t={t:.2} w={w:.1} curve={curve:.1}");
             if reached_at.is_none() && cc.cwnd() >= w_max * MSS {
                 reached_at = Some(t);
             }
         }
         let reached = reached_at.expect("W_max re-reached");
-        assert!(
-            (reached - k).abs() < 0.15 * k,
-            "reached W_max at {reached:.2}s, K={k:.2}s"
-        );
+        assert!((reached - k).abs() < 0.15 * k, "reached W_max at {reached:.2}s, K={k:.2}s");
     }
 
     #[test]
@@ -546,11 +528,7 @@ mod tests {
             now += rtt;
         }
         assert_eq!(cc.state(), "congestion_avoidance");
-        assert!(
-            cc.ssthresh() <= 64 * MSS && cc.ssthresh() > 16 * MSS,
-            "ssthresh {}",
-            cc.ssthresh()
-        );
+        assert!(cc.ssthresh() <= 64 * MSS && cc.ssthresh() > 16 * MSS, "ssthresh {}", cc.ssthresh());
     }
 
     #[test]

@@ -52,8 +52,7 @@ impl RateSample {
     /// delivered / interval, or `None` for an empty interval.
     pub fn rate(&self) -> Option<Bps> {
         let ns = self.interval.as_nanos();
-        (ns > 0)
-            .then(|| Bps((u128::from(self.delivered) * 8 * 1_000_000_000 / u128::from(ns)) as u64))
+        (ns > 0).then(|| Bps((u128::from(self.delivered) * 8 * 1_000_000_000 / u128::from(ns)) as u64))
     }
 }
 
@@ -92,11 +91,7 @@ pub struct UnknownAlgorithm(pub String);
 
 /// The registry: builds a controller by name for a sender with maximum segment size `mss` and an
 /// initial window of `init_cwnd_segments` (Linux: 10).
-pub fn build(
-    name: &str,
-    mss: u64,
-    init_cwnd_segments: u64,
-) -> Result<Box<dyn CongestionControl>, UnknownAlgorithm> {
+pub fn build(name: &str, mss: u64, init_cwnd_segments: u64) -> Result<Box<dyn CongestionControl>, UnknownAlgorithm> {
     match name {
         "newreno" | "reno" => Ok(Box::new(newreno::NewReno::new(mss, init_cwnd_segments))),
         "cubic" => Ok(Box::new(cubic::Cubic::new(mss, init_cwnd_segments))),

@@ -25,13 +25,7 @@ impl NewReno {
     /// A controller for segments of `mss` bytes starting at `init_cwnd_segments` segments (RFC 6928: 10).
     pub fn new(mss: u64, init_cwnd_segments: u64) -> NewReno {
         let mss = mss.max(1);
-        NewReno {
-            mss,
-            cwnd: init_cwnd_segments.max(1) * mss,
-            ssthresh: u64::MAX,
-            ca_acked: 0,
-            in_recovery: false,
-        }
+        NewReno { mss, cwnd: init_cwnd_segments.max(1) * mss, ssthresh: u64::MAX, ca_acked: 0, in_recovery: false }
     }
 
     /// RFC 5681 eq. (4): ssthresh = max(FlightSize / 2, 2·SMSS).

@@ -31,9 +31,7 @@ pub struct Bernoulli {
 impl Bernoulli {
     /// A Bernoulli model; `p` must be in [0, 1].
     pub fn new(p: f64) -> Result<Self, LossError> {
-        Ok(Bernoulli {
-            p: check_prob("bernoulli.p", p)?,
-        })
+        Ok(Bernoulli { p: check_prob("bernoulli.p", p)? })
     }
 
     /// The loss probability.
@@ -88,13 +86,7 @@ impl GilbertElliott {
 
     /// Tambur's evaluation parameters (REFERENCE.md, Baselines): p_gb 0.068, p_bg 0.852, 4 % / 50 % loss.
     pub fn tambur() -> Self {
-        GilbertElliott {
-            p_gb: 0.068,
-            p_bg: 0.852,
-            loss_good: 0.04,
-            loss_bad: 0.5,
-            bad: false,
-        }
+        GilbertElliott { p_gb: 0.068, p_bg: 0.852, loss_good: 0.04, loss_bad: 0.5, bad: false }
     }
 
     /// Whether the chain is in the bad state (after the last packet).
@@ -117,11 +109,7 @@ impl LossModel for GilbertElliott {
         if rng.bernoulli(flip) {
             self.bad = !self.bad;
         }
-        rng.bernoulli(if self.bad {
-            self.loss_bad
-        } else {
-            self.loss_good
-        })
+        rng.bernoulli(if self.bad { self.loss_bad } else { self.loss_good })
     }
 
     fn name(&self) -> &'static str {
@@ -129,12 +117,7 @@ impl LossModel for GilbertElliott {
     }
 
     fn params(&self) -> Vec<(&'static str, f64)> {
-        vec![
-            ("p_gb", self.p_gb),
-            ("p_bg", self.p_bg),
-            ("loss_good", self.loss_good),
-            ("loss_bad", self.loss_bad),
-        ]
+        vec![("p_gb", self.p_gb), ("p_bg", self.p_bg), ("loss_good", self.loss_good), ("loss_bad", self.loss_bad)]
     }
 }
 
@@ -149,15 +132,10 @@ mod tests {
             let mut m = Bernoulli::new(p).expect("valid");
             let mut rng = stream(11, "bernoulli");
             let n = 200_000u64;
-            let lost = (0..n)
-                .filter(|&i| m.drop_packet(Instant(i), &mut rng))
-                .count() as f64;
+            let lost = (0..n).filter(|&i| m.drop_packet(Instant(i), &mut rng)).count() as f64;
             let sigma = (n as f64 * p * (1.0 - p)).sqrt();
             let dev = (lost - n as f64 * p).abs();
-            assert!(
-                dev <= 5.0 * sigma,
-                "p={p}: {lost} lost, |dev| {dev} > 5 sigma {sigma}"
-            );
+            assert!(dev <= 5.0 * sigma, "p={p}: {lost} lost, |dev| {dev} > 5 sigma {sigma}");
         }
         let mut never = Bernoulli::new(0.0).expect("valid");
         let mut always = Bernoulli::new(1.0).expect("valid");
@@ -186,16 +164,10 @@ mod tests {
         let rate = lost as f64 / n as f64;
         // Binomial sigma, inflated x2 for the chain's (weak, lambda = 0.08) positive correlation.
         let sigma = 2.0 * (expect_rate * (1.0 - expect_rate) / n as f64).sqrt();
-        assert!(
-            (rate - expect_rate).abs() < 5.0 * sigma,
-            "rate {rate} vs {expect_rate}"
-        );
+        assert!((rate - expect_rate).abs() < 5.0 * sigma, "rate {rate} vs {expect_rate}");
         // Bad-state sojourns are geometric with mean 1/p_bg = 1.1737; ~63k of them: SE ~0.002.
         let mean_bad = bad_pkts as f64 / bad_runs as f64;
-        assert!(
-            (mean_bad - 1.0 / 0.852).abs() < 0.02,
-            "mean bad run {mean_bad}"
-        );
+        assert!((mean_bad - 1.0 / 0.852).abs() < 0.02, "mean bad run {mean_bad}");
     }
 
     #[test]

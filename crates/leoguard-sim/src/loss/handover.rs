@@ -41,25 +41,12 @@ impl HandoverCorrelated {
                 ));
             }
         }
-        let windows = Windows::from_sorted(
-            handovers
-                .iter()
-                .map(|h| (h.0.saturating_sub(before.0), h.0.saturating_add(after.0))),
-        );
+        let windows =
+            Windows::from_sorted(handovers.iter().map(|h| (h.0.saturating_sub(before.0), h.0.saturating_add(after.0))));
         let interruptions = Windows::from_sorted(
-            handovers
-                .iter()
-                .map(|h| (h.0, h.0.saturating_add(interruption.unwrap_or_default().0))),
+            handovers.iter().map(|h| (h.0, h.0.saturating_add(interruption.unwrap_or_default().0))),
         );
-        Ok(HandoverCorrelated {
-            windows,
-            interruptions,
-            before,
-            after,
-            p,
-            interruption,
-            handovers: handovers.len(),
-        })
+        Ok(HandoverCorrelated { windows, interruptions, before, after, p, interruption, handovers: handovers.len() })
     }
 }
 
@@ -87,10 +74,7 @@ impl LossModel for HandoverCorrelated {
             ("before_s", self.before.as_secs_f64()),
             ("after_s", self.after.as_secs_f64()),
             ("p", self.p),
-            (
-                "interruption_s",
-                self.interruption.unwrap_or_default().as_secs_f64(),
-            ),
+            ("interruption_s", self.interruption.unwrap_or_default().as_secs_f64()),
         ]
     }
 }
@@ -104,10 +88,7 @@ mod tests {
 
     #[test]
     fn drops_only_inside_windows_and_always_in_interruptions() {
-        let hs: Vec<Instant> = [12_000u64, 27_000, 42_000, 57_000]
-            .iter()
-            .map(|&ms| Instant(ms * MS))
-            .collect();
+        let hs: Vec<Instant> = [12_000u64, 27_000, 42_000, 57_000].iter().map(|&ms| Instant(ms * MS)).collect();
         let mut m = HandoverCorrelated::new(
             hs.clone(),
             Duration::from_millis(100),
@@ -122,9 +103,7 @@ mod tests {
         for k in 0..600_000u64 {
             let t = k * MS / 10;
             let lost = m.drop_packet(Instant(t), &mut rng);
-            let near = hs
-                .iter()
-                .find(|h| t + 100 * MS >= h.0 && t < h.0 + 300 * MS);
+            let near = hs.iter().find(|h| t + 100 * MS >= h.0 && t < h.0 + 300 * MS);
             match near {
                 None => assert!(!lost, "loss outside any window at {t} ns"),
                 Some(h) if t >= h.0 && t < h.0 + 40 * MS => {
@@ -146,14 +125,10 @@ mod tests {
     fn decreasing_now_is_still_answered_exactly() {
         let hs = vec![Instant(10 * MS), Instant(20 * MS), Instant(30 * MS)];
         let mut m =
-            HandoverCorrelated::new(hs, Duration::ZERO, Duration::ZERO, 0.0, Some(Duration(MS)))
-                .expect("valid");
+            HandoverCorrelated::new(hs, Duration::ZERO, Duration::ZERO, 0.0, Some(Duration(MS))).expect("valid");
         let mut rng = stream(2, "ho-back");
         let probe = [35, 30, 21, 20, 10, 5, 10, 31, 30, 20, 0];
-        let got: Vec<bool> = probe
-            .iter()
-            .map(|&ms| m.drop_packet(Instant(ms * MS), &mut rng))
-            .collect();
+        let got: Vec<bool> = probe.iter().map(|&ms| m.drop_packet(Instant(ms * MS), &mut rng)).collect();
         let want: Vec<bool> = probe.iter().map(|&ms| ms % 10 == 0 && ms > 0).collect();
         assert_eq!(got, want);
     }
@@ -161,14 +136,8 @@ mod tests {
     #[test]
     fn window_saturates_at_time_zero_and_overlaps_merge() {
         let hs = vec![Instant(5 * MS), Instant(6 * MS)];
-        let mut m = HandoverCorrelated::new(
-            hs,
-            Duration::from_millis(50),
-            Duration::from_millis(2),
-            1.0,
-            None,
-        )
-        .expect("valid");
+        let mut m =
+            HandoverCorrelated::new(hs, Duration::from_millis(50), Duration::from_millis(2), 1.0, None).expect("valid");
         let mut rng = stream(2, "ho-sat");
         assert!(m.drop_packet(Instant::ZERO, &mut rng));
         assert!(m.drop_packet(Instant(7 * MS), &mut rng));

@@ -61,30 +61,16 @@ pub enum LossError {
 
 impl LossError {
     /// An [`LossError::Invalid`] for `field` with value `value`.
-    pub(crate) fn invalid(
-        field: impl Into<String>,
-        value: impl fmt::Display,
-        reason: &str,
-    ) -> Self {
-        LossError::Invalid {
-            field: field.into(),
-            value: value.to_string(),
-            reason: reason.to_string(),
-        }
+    pub(crate) fn invalid(field: impl Into<String>, value: impl fmt::Display, reason: &str) -> Self {
+        LossError::Invalid { field: field.into(), value: value.to_string(), reason: reason.to_string() }
     }
 
     /// The same error with `prefix.` in front of the field path (for nested specs).
     fn prefixed(self, prefix: &str) -> Self {
         match self {
-            LossError::Invalid {
-                field,
-                value,
-                reason,
-            } => LossError::Invalid {
-                field: format!("{prefix}.{field}"),
-                value,
-                reason,
-            },
+            LossError::Invalid { field, value, reason } => {
+                LossError::Invalid { field: format!("{prefix}.{field}"), value, reason }
+            }
             other => other,
         }
     }
@@ -124,11 +110,7 @@ impl Windows {
                 _ => merged.push((s, e)),
             }
         }
-        Windows {
-            spans: merged,
-            cursor: 0,
-            last: 0,
-        }
+        Windows { spans: merged, cursor: 0, last: 0 }
     }
 
     /// Whether `t` lies inside a window.
@@ -217,10 +199,7 @@ pub struct Counted<M> {
 impl<M: LossModel> Counted<M> {
     /// Wraps `inner` with zeroed counters.
     pub fn new(inner: M) -> Self {
-        Counted {
-            inner,
-            counter: LossCounter::default(),
-        }
+        Counted { inner, counter: LossCounter::default() }
     }
 
     /// The counts so far.
@@ -333,44 +312,21 @@ impl LossSpec {
         Ok(match self {
             LossSpec::None => Box::new(NoLoss),
             LossSpec::Bernoulli { p } => Box::new(Bernoulli::new(*p)?),
-            LossSpec::GilbertElliott {
-                p_gb,
-                p_bg,
-                loss_good,
-                loss_bad,
-            } => Box::new(GilbertElliott::new(*p_gb, *p_bg, *loss_good, *loss_bad)?),
-            LossSpec::HandoverCorrelated {
-                handovers,
-                before,
-                after,
-                p,
-                interruption,
-            } => Box::new(HandoverCorrelated::new(
-                handovers.clone(),
-                *before,
-                *after,
-                *p,
-                *interruption,
-            )?),
-            LossSpec::Starlink {
-                boundary_offset_s,
-                outages,
-            } => Box::new(Starlink::new(
-                StarlinkFit::satguard_fig5(),
-                *boundary_offset_s,
-                outages,
-            )?),
-            LossSpec::TracePerSecond { rates, looping } => {
-                Box::new(TracePerSecond::new(rates.clone(), *looping)?)
+            LossSpec::GilbertElliott { p_gb, p_bg, loss_good, loss_bad } => {
+                Box::new(GilbertElliott::new(*p_gb, *p_bg, *loss_good, *loss_bad)?)
             }
+            LossSpec::HandoverCorrelated { handovers, before, after, p, interruption } => {
+                Box::new(HandoverCorrelated::new(handovers.clone(), *before, *after, *p, *interruption)?)
+            }
+            LossSpec::Starlink { boundary_offset_s, outages } => {
+                Box::new(Starlink::new(StarlinkFit::satguard_fig5(), *boundary_offset_s, outages)?)
+            }
+            LossSpec::TracePerSecond { rates, looping } => Box::new(TracePerSecond::new(rates.clone(), *looping)?),
             LossSpec::DropList { indices } => Box::new(DropList::new(indices.clone())?),
             LossSpec::Composite(parts) => {
                 let mut models = Vec::with_capacity(parts.len());
                 for (i, part) in parts.iter().enumerate() {
-                    models.push(
-                        part.build()
-                            .map_err(|e| e.prefixed(&format!("composite[{i}]")))?,
-                    );
+                    models.push(part.build().map_err(|e| e.prefixed(&format!("composite[{i}]")))?);
                 }
                 Box::new(Composite(models))
             }
@@ -381,13 +337,9 @@ impl LossSpec {
 /// The measurement behind SATGUARD Fig 5, for tests; fails (never skips) when the file is missing.
 #[cfg(test)]
 pub(crate) fn measured_plr() -> Vec<f64> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/data/satguard-fig5/plr_per_second.csv"
-    );
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
-        panic!("cannot read the Starlink measurement {path}: {e}; the loss-model tests need it")
-    });
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/satguard-fig5/plr_per_second.csv");
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read the Starlink measurement {path}: {e}; the loss-model tests need it"));
     parse_plr_csv(&text).expect("the measurement parses")
 }
 
@@ -403,11 +355,7 @@ mod tests {
     #[test]
     fn windows_cursor_and_backwards_queries_agree_with_brute_force() {
         let spans = vec![(10, 20), (15, 30), (40, 41), (50, 50), (60, 70)];
-        let brute = |t: u64| {
-            [(10, 30), (40, 41), (60, 70)]
-                .iter()
-                .any(|&(s, e)| s <= t && t < e)
-        };
+        let brute = |t: u64| [(10, 30), (40, 41), (60, 70)].iter().any(|&(s, e)| s <= t && t < e);
         let mut w = Windows::from_sorted(spans);
         assert_eq!(w.len(), 3);
         for t in 0..80 {
@@ -424,34 +372,22 @@ mod tests {
     fn composite_consults_every_component_and_ors_them() {
         // The drop list must see packet 3 even though the Bernoulli(1) in front already dropped it.
         let spec = LossSpec::Composite(vec![
-            LossSpec::TracePerSecond {
-                rates: vec![1.0, 0.0],
-                looping: false,
-            },
-            LossSpec::DropList {
-                indices: vec![3, 7],
-            },
+            LossSpec::TracePerSecond { rates: vec![1.0, 0.0], looping: false },
+            LossSpec::DropList { indices: vec![3, 7] },
         ]);
         let mut m = spec.build().expect("valid spec");
         let mut rng = stream(1, "composite");
         // Packets 0..4 in second 0 (all lost to the trace), 4..10 in second 1 (lost only if listed).
-        let got: Vec<bool> = (0..10)
-            .map(|i| m.drop_packet(ms(if i < 4 { 100 } else { 1500 }), &mut rng))
-            .collect();
-        let want = [
-            true, true, true, true, false, false, false, true, false, false,
-        ];
+        let got: Vec<bool> = (0..10).map(|i| m.drop_packet(ms(if i < 4 { 100 } else { 1500 }), &mut rng)).collect();
+        let want = [true, true, true, true, false, false, false, true, false, false];
         assert_eq!(got, want);
     }
 
     #[test]
     fn composite_rng_consumption_is_the_sum_of_its_parts() {
-        let mut c = LossSpec::Composite(vec![
-            LossSpec::Bernoulli { p: 0.3 },
-            LossSpec::Bernoulli { p: 0.6 },
-        ])
-        .build()
-        .expect("valid");
+        let mut c = LossSpec::Composite(vec![LossSpec::Bernoulli { p: 0.3 }, LossSpec::Bernoulli { p: 0.6 }])
+            .build()
+            .expect("valid");
         let mut a = Bernoulli::new(0.3).expect("valid");
         let mut b = Bernoulli::new(0.6).expect("valid");
         let (mut r1, mut r2) = (stream(9, "c"), stream(9, "c"));
@@ -472,13 +408,7 @@ mod tests {
         for i in 0..10 {
             m.drop_packet(ms(i), &mut rng);
         }
-        assert_eq!(
-            m.counter(),
-            LossCounter {
-                offered: 10,
-                dropped: 3
-            }
-        );
+        assert_eq!(m.counter(), LossCounter { offered: 10, dropped: 3 });
         assert!((m.counter().rate() - 0.3).abs() < 1e-12);
         assert_eq!(LossCounter::default().rate(), 0.0);
         assert_eq!(m.name(), "drop_list");
@@ -487,12 +417,7 @@ mod tests {
     fn all_specs() -> Vec<LossSpec> {
         vec![
             LossSpec::Bernoulli { p: 0.05 },
-            LossSpec::GilbertElliott {
-                p_gb: 0.068,
-                p_bg: 0.852,
-                loss_good: 0.04,
-                loss_bad: 0.5,
-            },
+            LossSpec::GilbertElliott { p_gb: 0.068, p_bg: 0.852, loss_good: 0.04, loss_bad: 0.5 },
             LossSpec::HandoverCorrelated {
                 handovers: (1..20).map(|k| Instant(k * 15 * SECOND_NS)).collect(),
                 before: Duration::from_millis(200),
@@ -504,10 +429,7 @@ mod tests {
                 boundary_offset_s: 7,
                 outages: vec![(Instant(7 * SECOND_NS), Duration::from_millis(80))],
             },
-            LossSpec::TracePerSecond {
-                rates: vec![0.0, 0.1, 0.02],
-                looping: true,
-            },
+            LossSpec::TracePerSecond { rates: vec![0.0, 0.1, 0.02], looping: true },
         ]
     }
 
@@ -517,9 +439,7 @@ mod tests {
             let mut m = spec.build().expect("valid");
             let mut rng = stream(seed, "link/0");
             // 20 000 packets, one every 5 ms: 100 s of traffic.
-            (0..20_000u64)
-                .map(|i| m.drop_packet(Instant(i * 5_000_000), &mut rng))
-                .collect()
+            (0..20_000u64).map(|i| m.drop_packet(Instant(i * 5_000_000), &mut rng)).collect()
         };
         let composite = LossSpec::Composite(all_specs());
         for spec in all_specs().iter().chain([&composite]) {
@@ -533,30 +453,14 @@ mod tests {
     #[test]
     fn bad_specs_name_field_and_value() {
         let cases: Vec<(LossSpec, &str)> = vec![
+            (LossSpec::Bernoulli { p: 1.5 }, "invalid bernoulli.p = 1.5: must be in [0, 1]"),
+            (LossSpec::Bernoulli { p: f64::NAN }, "invalid bernoulli.p = NaN"),
             (
-                LossSpec::Bernoulli { p: 1.5 },
-                "invalid bernoulli.p = 1.5: must be in [0, 1]",
-            ),
-            (
-                LossSpec::Bernoulli { p: f64::NAN },
-                "invalid bernoulli.p = NaN",
-            ),
-            (
-                LossSpec::GilbertElliott {
-                    p_gb: 0.1,
-                    p_bg: -0.2,
-                    loss_good: 0.0,
-                    loss_bad: 1.0,
-                },
+                LossSpec::GilbertElliott { p_gb: 0.1, p_bg: -0.2, loss_good: 0.0, loss_bad: 1.0 },
                 "invalid gilbert_elliott.p_bg = -0.2",
             ),
             (
-                LossSpec::GilbertElliott {
-                    p_gb: 0.1,
-                    p_bg: 0.2,
-                    loss_good: 0.0,
-                    loss_bad: 2.0,
-                },
+                LossSpec::GilbertElliott { p_gb: 0.1, p_bg: 0.2, loss_good: 0.0, loss_bad: 2.0 },
                 "invalid gilbert_elliott.loss_bad = 2",
             ),
             (
@@ -579,13 +483,7 @@ mod tests {
                 },
                 "invalid handover_correlated.p = -1",
             ),
-            (
-                LossSpec::Starlink {
-                    boundary_offset_s: 15,
-                    outages: vec![],
-                },
-                "invalid starlink.boundary_offset_s = 15",
-            ),
+            (LossSpec::Starlink { boundary_offset_s: 15, outages: vec![] }, "invalid starlink.boundary_offset_s = 15"),
             (
                 LossSpec::Starlink {
                     boundary_offset_s: 0,
@@ -594,18 +492,10 @@ mod tests {
                 "invalid starlink.outages[1].start",
             ),
             (
-                LossSpec::TracePerSecond {
-                    rates: vec![0.0, 1.2],
-                    looping: false,
-                },
+                LossSpec::TracePerSecond { rates: vec![0.0, 1.2], looping: false },
                 "invalid trace_per_second.rates[1] = 1.2",
             ),
-            (
-                LossSpec::DropList {
-                    indices: vec![1, 4, 4],
-                },
-                "invalid drop_list.indices[2] = 4",
-            ),
+            (LossSpec::DropList { indices: vec![1, 4, 4] }, "invalid drop_list.indices[2] = 4"),
             (
                 LossSpec::Composite(vec![LossSpec::None, LossSpec::Bernoulli { p: 2.0 }]),
                 "invalid composite[1].bernoulli.p = 2",

@@ -61,11 +61,7 @@ impl StarlinkFit {
 
     /// Fits the model to a per-second loss-rate trace whose boundary seconds are the 0-based indices
     /// `i` with `i % period_s == boundary_offset_s` (the procedure of `docs/loss-models.md`).
-    pub fn from_trace(
-        rates: &[f64],
-        period_s: u64,
-        boundary_offset_s: u64,
-    ) -> Result<Self, LossError> {
+    pub fn from_trace(rates: &[f64], period_s: u64, boundary_offset_s: u64) -> Result<Self, LossError> {
         if period_s < 2 || boundary_offset_s >= period_s {
             return Err(LossError::invalid(
                 "starlink_fit.boundary_offset_s",
@@ -107,9 +103,7 @@ impl StarlinkFit {
             return Err(too_few("lossy boundary seconds"));
         }
         if background_lossy.len() < 2 || trans[0][0] == 0 || trans[1][0] == 0 {
-            return Err(too_few(
-                "lossy non-boundary seconds after clean and lossy seconds",
-            ));
+            return Err(too_few("lossy non-boundary seconds after clean and lossy seconds"));
         }
         boundary_lossy.sort_by(f64::total_cmp);
         background_lossy.sort_by(f64::total_cmp);
@@ -131,34 +125,20 @@ impl StarlinkFit {
     /// Checks probabilities and knots (levels from 0 to 1 increasing, rates in [0, 1] non-decreasing).
     pub fn validate(&self) -> Result<(), LossError> {
         if self.period_s < 2 {
-            return Err(LossError::invalid(
-                "starlink_fit.period_s",
-                self.period_s,
-                "must be >= 2",
-            ));
+            return Err(LossError::invalid("starlink_fit.period_s", self.period_s, "must be >= 2"));
         }
         check_prob("starlink_fit.p_boundary_lossy", self.p_boundary_lossy)?;
         check_prob("starlink_fit.p_clean_to_lossy", self.p_clean_to_lossy)?;
         check_prob("starlink_fit.p_lossy_to_lossy", self.p_lossy_to_lossy)?;
         for (name, knots) in [
-            (
-                "starlink_fit.boundary_rate_knots",
-                &self.boundary_rate_knots,
-            ),
-            (
-                "starlink_fit.background_rate_knots",
-                &self.background_rate_knots,
-            ),
+            ("starlink_fit.boundary_rate_knots", &self.boundary_rate_knots),
+            ("starlink_fit.background_rate_knots", &self.background_rate_knots),
         ] {
             let ok_ends = knots.len() >= 2
                 && knots.first().is_some_and(|k| k.0 == 0.0)
                 && knots.last().is_some_and(|k| k.0 == 1.0);
             if !ok_ends {
-                return Err(LossError::invalid(
-                    name,
-                    format!("{knots:?}"),
-                    "needs >= 2 knots with levels from 0 to 1",
-                ));
+                return Err(LossError::invalid(name, format!("{knots:?}"), "needs >= 2 knots with levels from 0 to 1"));
             }
             for (i, k) in knots.iter().enumerate() {
                 check_prob(&format!("{name}[{i}].rate"), k.1)?;
@@ -194,9 +174,7 @@ impl StarlinkFit {
     pub fn mean_rate(&self) -> f64 {
         let p = self.phase_lossy_probabilities();
         let bg: f64 = p[1..].iter().sum();
-        (p[0] * knots_mean(&self.boundary_rate_knots)
-            + bg * knots_mean(&self.background_rate_knots))
-            / p.len() as f64
+        (p[0] * knots_mean(&self.boundary_rate_knots) + bg * knots_mean(&self.background_rate_knots)) / p.len() as f64
     }
 
     /// P(lossy) `n` non-boundary seconds after a second that was lossy with probability `p0`.
@@ -225,17 +203,12 @@ fn quantile7(v: &[f64], u: f64) -> f64 {
 
 /// Mean of the piecewise-linear inverse CDF through `knots` (trapezoids).
 fn knots_mean(knots: &[(f64, f64)]) -> f64 {
-    knots
-        .windows(2)
-        .map(|w| (w[1].0 - w[0].0) * (w[0].1 + w[1].1) / 2.0)
-        .sum()
+    knots.windows(2).map(|w| (w[1].0 - w[0].0) * (w[0].1 + w[1].1) / 2.0).sum()
 }
 
 /// The inverse CDF through `knots` at level `u` in [0, 1].
 fn knots_sample(knots: &[(f64, f64)], u: f64) -> f64 {
-    let j = knots
-        .partition_point(|k| k.0 <= u)
-        .clamp(1, knots.len() - 1);
+    let j = knots.partition_point(|k| k.0 <= u).clamp(1, knots.len() - 1);
     let ((u0, r0), (u1, r1)) = (knots[j - 1], knots[j]);
     r0 + (u - u0) / (u1 - u0) * (r1 - r0)
 }
@@ -262,11 +235,7 @@ pub struct Starlink {
 
 impl Starlink {
     /// Builds the model; `outages` are (start, duration) sorted by start, and may overlap.
-    pub fn new(
-        fit: StarlinkFit,
-        boundary_offset_s: u64,
-        outages: &[(Instant, Duration)],
-    ) -> Result<Self, LossError> {
+    pub fn new(fit: StarlinkFit, boundary_offset_s: u64, outages: &[(Instant, Duration)]) -> Result<Self, LossError> {
         fit.validate()?;
         if boundary_offset_s >= fit.period_s {
             return Err(LossError::invalid(
@@ -284,8 +253,7 @@ impl Starlink {
                 ));
             }
         }
-        let windows =
-            Windows::from_sorted(outages.iter().map(|(s, d)| (s.0, s.0.saturating_add(d.0))));
+        let windows = Windows::from_sorted(outages.iter().map(|(s, d)| (s.0, s.0.saturating_add(d.0))));
         Ok(Starlink {
             phase_p: fit.phase_lossy_probabilities(),
             fit,
@@ -315,9 +283,7 @@ impl Starlink {
         let p_lossy = match self.second {
             // Same-phase chains: the boundary resets the state, so a boundary inside the gap (or the
             // first second of a run) gives the long-run phase probability exactly.
-            Some(prev) if sec - prev <= phase => self
-                .fit
-                .n_step(if self.lossy { 1.0 } else { 0.0 }, sec - prev),
+            Some(prev) if sec - prev <= phase => self.fit.n_step(if self.lossy { 1.0 } else { 0.0 }, sec - prev),
             _ => self.phase_p[phase as usize],
         };
         self.second = Some(sec);
@@ -409,18 +375,10 @@ mod tests {
         }
         for (f, e) in [
             (&fitted.boundary_rate_knots, &embedded.boundary_rate_knots),
-            (
-                &fitted.background_rate_knots,
-                &embedded.background_rate_knots,
-            ),
+            (&fitted.background_rate_knots, &embedded.background_rate_knots),
         ] {
             assert_eq!(f.len(), e.len());
-            assert!(
-                f.iter()
-                    .zip(e)
-                    .all(|(x, y)| close(x.0, y.0) && close(x.1, y.1)),
-                "{f:?} vs {e:?}"
-            );
+            assert!(f.iter().zip(e).all(|(x, y)| close(x.0, y.0) && close(x.1, y.1)), "{f:?} vs {e:?}");
         }
     }
 
@@ -429,12 +387,7 @@ mod tests {
         // The fit assumes phase 7 of 15 is the handover second: it must be the phase with the most
         // lossy seconds, and clearly so (6 of 7 vs at most 3 of 7 elsewhere).
         let data = measured_plr();
-        let lossy_at = |ph: usize| {
-            (ph..data.len())
-                .step_by(15)
-                .filter(|&i| data[i] > 0.0)
-                .count()
-        };
+        let lossy_at = |ph: usize| (ph..data.len()).step_by(15).filter(|&i| data[i] > 0.0).count();
         assert_eq!(lossy_at(7), 6);
         assert!((0..15).filter(|&ph| ph != 7).all(|ph| lossy_at(ph) <= 3));
     }
@@ -444,16 +397,8 @@ mod tests {
         let fit = StarlinkFit::satguard_fig5();
         let data = stats(&measured_plr());
         // Same tolerances as the simulation test below (see there for the reasoning).
-        assert!(
-            (fit.lossy_fraction() - (1.0 - data.zero_fraction)).abs() < 0.03,
-            "{}",
-            fit.lossy_fraction()
-        );
-        assert!(
-            (fit.mean_rate() / data.mean - 1.0).abs() < 0.15,
-            "{}",
-            fit.mean_rate()
-        );
+        assert!((fit.lossy_fraction() - (1.0 - data.zero_fraction)).abs() < 0.03, "{}", fit.lossy_fraction());
+        assert!((fit.mean_rate() / data.mean - 1.0).abs() < 0.15, "{}", fit.mean_rate());
     }
 
     /// Generates `secs` seconds at `pps` evenly spaced packets per second; returns per-second PLRs.
@@ -462,9 +407,7 @@ mod tests {
         let step = SECOND_NS / pps;
         (0..secs)
             .map(|s| {
-                let lost = (0..pps)
-                    .filter(|&j| m.drop_packet(Instant(s * SECOND_NS + j * step), &mut rng))
-                    .count();
+                let lost = (0..pps).filter(|&j| m.drop_packet(Instant(s * SECOND_NS + j * step), &mut rng)).count();
                 lost as f64 / pps as f64
             })
             .collect()
@@ -483,20 +426,11 @@ mod tests {
         let sim = stats(&generate(&mut m, 1, 20_000, 800));
         let data = stats(&measured_plr());
         eprintln!("data {data:?}\nsim  {sim:?}");
-        assert!(
-            (sim.zero_fraction - data.zero_fraction).abs() < 0.03,
-            "zero fraction"
-        );
+        assert!((sim.zero_fraction - data.zero_fraction).abs() < 0.03, "zero fraction");
         assert!((sim.mean / data.mean - 1.0).abs() < 0.15, "mean");
-        assert!(
-            (sim.p90_nonzero / data.p90_nonzero - 1.0).abs() < 0.25,
-            "p90 of nonzero"
-        );
+        assert!((sim.p90_nonzero / data.p90_nonzero - 1.0).abs() < 0.25, "p90 of nonzero");
         // Clustering: lossy seconds come in runs of 1.73 s on average in the data (15 runs; SE 0.22).
-        assert!(
-            (sim.mean_lossy_run - data.mean_lossy_run).abs() < 0.35,
-            "lossy run length"
-        );
+        assert!((sim.mean_lossy_run - data.mean_lossy_run).abs() < 0.35, "lossy run length");
     }
 
     #[test]
@@ -508,11 +442,7 @@ mod tests {
             idx.iter().filter(|&&i| sim[i] > 0.0).count() as f64 / idx.len() as f64
         };
         // Boundary seconds at rates >= 4 % are visible at 200 pkt/s: ~6/7 lossy; others ~0.2.
-        assert!(
-            (lossy_at(3) - 6.0 / 7.0).abs() < 0.05,
-            "boundary {}",
-            lossy_at(3)
-        );
+        assert!((lossy_at(3) - 6.0 / 7.0).abs() < 0.05, "boundary {}", lossy_at(3));
         for ph in (0..15).filter(|&p| p != 3) {
             assert!(lossy_at(ph) < 0.3, "phase {ph}: {}", lossy_at(ph));
         }
@@ -546,10 +476,7 @@ mod tests {
     fn outages_lose_every_packet() {
         let outages = [
             (Instant(2 * SECOND_NS), Duration::from_millis(100)),
-            (
-                Instant(17 * SECOND_NS + 500_000_000),
-                Duration::from_millis(30),
-            ),
+            (Instant(17 * SECOND_NS + 500_000_000), Duration::from_millis(30)),
         ];
         let mut m = Starlink::new(StarlinkFit::satguard_fig5(), 2, &outages).expect("valid");
         let mut rng = stream(4, "outage");

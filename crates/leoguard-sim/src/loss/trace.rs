@@ -11,11 +11,7 @@ use super::{check_prob, LossError, LossModel, SECOND_NS};
 /// `Time = k` becomes element `k - 1`, the rate for `[k - 1, k)` s of the replay.
 pub fn parse_plr_csv(text: &str) -> Result<Vec<f64>, LossError> {
     const WHAT: &str = "PLR CSV";
-    let err = |line: usize, problem: String| LossError::Parse {
-        what: WHAT,
-        line,
-        problem,
-    };
+    let err = |line: usize, problem: String| LossError::Parse { what: WHAT, line, problem };
     let mut lines = text
         .lines()
         .enumerate()
@@ -39,24 +35,14 @@ pub fn parse_plr_csv(text: &str) -> Result<Vec<f64>, LossError> {
         let want = rates.len() as u64 + 1;
         let t_ok = t.parse::<u64>().ok().or_else(|| {
             // Accept `3.0` style integral floats as well.
-            t.parse::<f64>()
-                .ok()
-                .filter(|x| x.fract() == 0.0 && *x >= 0.0)
-                .map(|x| x as u64)
+            t.parse::<f64>().ok().filter(|x| x.fract() == 0.0 && *x >= 0.0).map(|x| x as u64)
         });
         match t_ok {
             Some(v) if v == want => {}
-            Some(v) => {
-                return Err(err(
-                    n,
-                    format!("Time = {v}: expected {want} (seconds start at 1, one row each)"),
-                ))
-            }
+            Some(v) => return Err(err(n, format!("Time = {v}: expected {want} (seconds start at 1, one row each)"))),
             None => return Err(err(n, format!("Time `{t}` is not a whole number"))),
         }
-        let rate: f64 = r
-            .parse()
-            .map_err(|_| err(n, format!("PLR `{r}` is not a number")))?;
+        let rate: f64 = r.parse().map_err(|_| err(n, format!("PLR `{r}` is not a number")))?;
         if !(0.0..=1.0).contains(&rate) {
             return Err(err(n, format!("PLR = {rate} is outside [0, 1]")));
         }
@@ -81,11 +67,7 @@ impl TracePerSecond {
     /// Builds from per-second rates (each in [0, 1], at least one).
     pub fn new(rates: Vec<f64>, looping: bool) -> Result<Self, LossError> {
         if rates.is_empty() {
-            return Err(LossError::invalid(
-                "trace_per_second.rates",
-                "[]",
-                "must hold at least one second",
-            ));
+            return Err(LossError::invalid("trace_per_second.rates", "[]", "must hold at least one second"));
         }
         for (i, &r) in rates.iter().enumerate() {
             check_prob(&format!("trace_per_second.rates[{i}]"), r)?;
@@ -126,11 +108,7 @@ impl LossModel for TracePerSecond {
 
     fn params(&self) -> Vec<(&'static str, f64)> {
         let mean = self.rates.iter().sum::<f64>() / self.rates.len() as f64;
-        vec![
-            ("seconds", self.rates.len() as f64),
-            ("mean_rate", mean),
-            ("looping", f64::from(u8::from(self.looping))),
-        ]
+        vec![("seconds", self.rates.len() as f64), ("mean_rate", mean), ("looping", f64::from(u8::from(self.looping)))]
     }
 }
 
@@ -143,19 +121,11 @@ pub fn parse_drop_list(text: &str) -> Result<Vec<u64>, LossError> {
         if l.is_empty() || l.starts_with('#') {
             continue;
         }
-        let err = |problem: String| LossError::Parse {
-            what: "drop list",
-            line: i + 1,
-            problem,
-        };
-        let v: u64 = l
-            .parse()
-            .map_err(|_| err(format!("`{l}` is not a non-negative integer packet index")))?;
+        let err = |problem: String| LossError::Parse { what: "drop list", line: i + 1, problem };
+        let v: u64 = l.parse().map_err(|_| err(format!("`{l}` is not a non-negative integer packet index")))?;
         if let Some(&prev) = out.last() {
             if v <= prev {
-                return Err(err(format!(
-                    "index {v} is not greater than the previous index {prev}"
-                )));
+                return Err(err(format!("index {v} is not greater than the previous index {prev}")));
             }
         }
         out.push(v);
@@ -184,11 +154,7 @@ impl DropList {
                 ));
             }
         }
-        Ok(DropList {
-            indices,
-            cursor: 0,
-            offered: 0,
-        })
+        Ok(DropList { indices, cursor: 0, offered: 0 })
     }
 
     /// Parses `text` with [`parse_drop_list`] and builds the model.
@@ -239,45 +205,21 @@ mod tests {
         let cases = [
             ("", "PLR CSV line 1: missing header"),
             ("1,0.0\n", "PLR CSV line 1: missing header"),
-            (
-                "Time,PLR\n1,0\n2,abc\n",
-                "PLR CSV line 3: PLR `abc` is not a number",
-            ),
-            (
-                "Time,PLR\n1,1.5\n",
-                "PLR CSV line 2: PLR = 1.5 is outside [0, 1]",
-            ),
-            (
-                "Time,PLR\n1,-0.1\n",
-                "PLR CSV line 2: PLR = -0.1 is outside [0, 1]",
-            ),
-            (
-                "Time,PLR\n1,NaN\n",
-                "PLR CSV line 2: PLR = NaN is outside [0, 1]",
-            ),
-            (
-                "Time,PLR\n1,0\n3,0\n",
-                "PLR CSV line 3: Time = 3: expected 2",
-            ),
-            (
-                "Time,PLR\nx,0\n",
-                "PLR CSV line 2: Time `x` is not a whole number",
-            ),
+            ("Time,PLR\n1,0\n2,abc\n", "PLR CSV line 3: PLR `abc` is not a number"),
+            ("Time,PLR\n1,1.5\n", "PLR CSV line 2: PLR = 1.5 is outside [0, 1]"),
+            ("Time,PLR\n1,-0.1\n", "PLR CSV line 2: PLR = -0.1 is outside [0, 1]"),
+            ("Time,PLR\n1,NaN\n", "PLR CSV line 2: PLR = NaN is outside [0, 1]"),
+            ("Time,PLR\n1,0\n3,0\n", "PLR CSV line 3: Time = 3: expected 2"),
+            ("Time,PLR\nx,0\n", "PLR CSV line 2: Time `x` is not a whole number"),
             ("Time,PLR\n1\n", "PLR CSV line 2: expected 2 fields"),
             ("Time,PLR\n1,0,0\n", "PLR CSV line 2: expected 2 fields"),
             ("Time,PLR\n\n", "PLR CSV line 1: no data rows"),
         ];
         for (text, want) in cases {
             let got = parse_plr_csv(text).expect_err(text).to_string();
-            assert!(
-                got.starts_with(want),
-                "{text:?}: got {got:?}, want {want:?}"
-            );
+            assert!(got.starts_with(want), "{text:?}: got {got:?}, want {want:?}");
         }
-        assert_eq!(
-            parse_plr_csv("\u{feff}Time,PLR\r\n1,1.20E-02\r\n2,0\r\n\r\n"),
-            Ok(vec![0.012, 0.0])
-        );
+        assert_eq!(parse_plr_csv("\u{feff}Time,PLR\r\n1,1.20E-02\r\n2,0\r\n\r\n"), Ok(vec![0.012, 0.0]));
     }
 
     #[test]
@@ -293,11 +235,7 @@ mod tests {
                 .count() as f64;
             let n = per_sec as f64;
             let sigma = (n * want * (1.0 - want)).sqrt();
-            assert!(
-                (lost - n * want).abs() <= 5.0 * sigma,
-                "second {}: {lost} lost of {n}, trace rate {want}",
-                k + 1
-            );
+            assert!((lost - n * want).abs() <= 5.0 * sigma, "second {}: {lost} lost of {n}, trace rate {want}", k + 1);
         }
         // Not looping: silent after the end.
         let end = trace.len() as u64 * SECOND_NS;
@@ -308,10 +246,7 @@ mod tests {
     fn looping_replay_wraps_around() {
         let m = TracePerSecond::new(vec![0.0, 1.0, 0.25], true).expect("valid");
         let at = |s: u64| m.rate_at(Instant(s * SECOND_NS + 5));
-        assert_eq!(
-            [at(0), at(1), at(2), at(3), at(4), at(302)],
-            [0.0, 1.0, 0.25, 0.0, 1.0, 0.25]
-        );
+        assert_eq!([at(0), at(1), at(2), at(3), at(4), at(302)], [0.0, 1.0, 0.25, 0.0, 1.0, 0.25]);
         let once = TracePerSecond::new(vec![0.0, 1.0], false).expect("valid");
         assert_eq!(once.rate_at(Instant(3 * SECOND_NS)), 0.0);
     }
@@ -335,18 +270,10 @@ mod tests {
     #[test]
     fn bad_drop_list_names_line() {
         let e = parse_drop_list("1\n2\nx3\n").expect_err("bad").to_string();
-        assert_eq!(
-            e,
-            "drop list line 3: `x3` is not a non-negative integer packet index"
-        );
-        let e = parse_drop_list("1\n# c\n-2\n")
-            .expect_err("bad")
-            .to_string();
+        assert_eq!(e, "drop list line 3: `x3` is not a non-negative integer packet index");
+        let e = parse_drop_list("1\n# c\n-2\n").expect_err("bad").to_string();
         assert!(e.starts_with("drop list line 3:"), "{e}");
         let e = parse_drop_list("5\n5\n").expect_err("bad").to_string();
-        assert_eq!(
-            e,
-            "drop list line 2: index 5 is not greater than the previous index 5"
-        );
+        assert_eq!(e, "drop list line 2: index 5 is not greater than the previous index 5");
     }
 }
