@@ -183,6 +183,15 @@ class Scenario(_Model):
             for i in range(t.hops)
         ]
 
+    def _flows_core(self) -> list[dict[str, Any]]:
+        out = []
+        for f in self.flows:
+            d = f.model_dump(exclude_none=True)
+            if f.rate_mbps is not None:
+                d["rate_bps"] = round(f.rate_mbps * 1e6)
+            out.append(d)
+        return out
+
     def _leo_core(self, loss: Any) -> dict[str, Any]:
         t = self.topology
         assert isinstance(t, LeoPath)
@@ -208,12 +217,7 @@ class Scenario(_Model):
         }
         if t.queue_bytes is not None:
             leo["queue_bytes"] = t.queue_bytes
-        flows = []
-        for f in self.flows:
-            d = f.model_dump(exclude_none=True)
-            if f.rate_mbps is not None:
-                d["rate_bps"] = round(f.rate_mbps * 1e6)
-            flows.append(d)
+        flows = self._flows_core()
         return {
             "nodes": 2 + len({s for p in sats for s in p}),
             "duration_s": self.duration_s,
@@ -252,12 +256,7 @@ class Scenario(_Model):
                 d["queue_packets"] = lk.queue_packets
             d["loss"], d["loss_reverse"] = loss(lk.loss), loss(lk.loss_reverse)
             links.append(d)
-        flows = []
-        for f in self.flows:
-            d = f.model_dump(exclude_none=True)
-            if f.rate_mbps is not None:
-                d["rate_bps"] = round(f.rate_mbps * 1e6)
-            flows.append(d)
+        flows = self._flows_core()
         return {
             "nodes": self.node_count(),
             "duration_s": self.duration_s,
