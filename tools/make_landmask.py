@@ -2,7 +2,7 @@
 
 Source: the `global-land-mask` package (NOAA GLOBE 1 km data, public domain). The full mask is a
 933 MB boolean array that takes seconds to load, so leoguard ships a 0.5-degree majority-vote
-down-sample (bit-packed, ~32 KB). Run: `python tools/make_landmask.py` (needs global-land-mask).
+down-sample (bit-packed, ~5 KB compressed). Run: `python tools/make_landmask.py` (needs global-land-mask).
 """
 
 from pathlib import Path
