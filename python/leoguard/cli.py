@@ -31,6 +31,14 @@ def _emit(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, default=str) + "\n")
 
 
+def _show(obj: Any, as_json: bool) -> None:
+    """One JSON object for scripts, or rich's rendering for people."""
+    if as_json:
+        _emit(obj)
+    else:
+        console.print(obj)
+
+
 def _constellation(name: str, tle: Path | None, epoch: str | None = None, lat_cut: float | None = None):
     from leoguard.orbit import Constellation
 
@@ -205,10 +213,7 @@ def bench_constellation(
     from leoguard.bench import constellation_bench
 
     r = constellation_bench(cities, duration, step)
-    if as_json:
-        _emit(r)
-        return
-    console.print(r)
+    _show(r, as_json)
 
 
 @app.command("run")
@@ -270,10 +275,7 @@ def bench_sim(
     from leoguard.bench import sim_bench
 
     r = sim_bench(only)
-    if as_json:
-        _emit(r)
-        return
-    console.print(r)
+    _show(r, as_json)
 
 
 @app.command("demo")

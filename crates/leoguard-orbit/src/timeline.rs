@@ -253,13 +253,14 @@ pub fn route_all_pairs(
         for (i, &o) in order.iter().enumerate() {
             filter.visible_into(nodes[o].ecef(), &pos, &mut vis[i]);
         }
-        for i in 0..m.saturating_sub(1) {
+        // Sources in reverse, so the satellites the remaining destinations see (those after i) grow
+        // as a suffix instead of being rebuilt for every source.
+        wanted.clear();
+        for i in (0..m.saturating_sub(1)).rev() {
+            wanted.extend(vis[i + 1].iter().map(|&(s, _)| s));
             if vis[i].is_empty() {
                 continue;
             }
-            // Only the satellites that the remaining destinations see need final distances.
-            wanted.clear();
-            wanted.extend(vis[i + 1..].iter().flatten().map(|&(s, _)| s));
             dj.run_until(&graph, &vis[i], &wanted);
             for v in &vis[i + 1..] {
                 if let Some((exit, total)) = dj.best_exit(v) {

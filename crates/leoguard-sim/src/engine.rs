@@ -118,20 +118,6 @@ pub enum Event {
         /// Agent-defined token.
         token: u64,
     },
-    /// A link goes up or down.
-    LinkState {
-        /// The link.
-        link: LinkId,
-        /// New state.
-        up: bool,
-    },
-    /// A link's propagation delay changes (orbit update).
-    LinkDelay {
-        /// The link.
-        link: LinkId,
-        /// New one-way delay.
-        delay: Duration,
-    },
     /// A batch of control actions (e.g. a routing step's new routes and delays) held by the simulator.
     Control {
         /// Index into the simulator's control table.
@@ -272,12 +258,6 @@ impl Link {
             loss: None,
             rng,
         }
-    }
-
-    /// Attaches a loss model applied to every packet offered to the link.
-    pub fn with_loss(mut self, loss: Box<dyn LossModel>) -> Self {
-        self.loss = Some(loss);
-        self
     }
 
     /// Sets (or replaces) the loss model of a link already in a network.

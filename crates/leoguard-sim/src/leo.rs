@@ -219,7 +219,18 @@ mod tests {
         let mut sim = Sim::new(path.node_count(), 1);
         path.install(&mut sim).unwrap();
         let interval = Duration::from_millis(1);
-        sim.attach(END_A, Box::new(CbrSource { flow: 0, dst: END_B, size: 125, interval, count: 5000, sent: 0 }));
+        sim.attach(
+            END_A,
+            Box::new(CbrSource {
+                flow: 0,
+                dst: END_B,
+                size: 125,
+                interval,
+                count: 5000,
+                sent: 0,
+                start: Instant::ZERO,
+            }),
+        );
         sim.attach(END_B, Box::<Sink>::default());
         sim.run(Instant(6_000_000_000));
         let sink: &Sink = sim.agent(END_B).and_then(|a| a.as_any().downcast_ref()).unwrap();

@@ -381,8 +381,8 @@ pub fn run(s: &Scenario) -> Result<RunResult, ScenarioError> {
                 let interval = rate.transmission_time(leoguard_core::Bytes(u64::from(*size))).unwrap_or(Duration::ZERO);
                 let until = s.duration.as_nanos().saturating_sub(f.start.as_nanos());
                 let count = if interval.as_nanos() == 0 { 0 } else { until / interval.as_nanos() };
-                let src = CbrSource { flow, dst: NodeId(f.dst), size: *size, interval, count, sent: 0 };
-                sim.attach(NodeId(f.src), Box::new(DelayedStart { start: f.start, inner: src }));
+                let src = CbrSource { flow, dst: NodeId(f.dst), size: *size, interval, count, sent: 0, start: f.start };
+                sim.attach(NodeId(f.src), Box::new(src));
                 sim.attach(NodeId(f.dst), Box::<Sink>::default());
             }
         }
@@ -390,30 +390,6 @@ pub fn run(s: &Scenario) -> Result<RunResult, ScenarioError> {
     let end = Instant(s.duration.as_nanos());
     sim.run(end);
     Ok(collect(s, &sim, end))
-}
-
-/// Starts a CBR source at a given time.
-#[derive(Debug)]
-struct DelayedStart {
-    start: Instant,
-    inner: CbrSource,
-}
-
-impl crate::sim::Agent for DelayedStart {
-    fn as_any(&self) -> &dyn std::any::Any {
-        &self.inner
-    }
-    fn start(&mut self, ctx: &mut crate::sim::Ctx) {
-        if self.inner.count > 0 {
-            ctx.timer(self.start, 0);
-        }
-    }
-    fn on_packet(&mut self, p: &crate::engine::Packet, ctx: &mut crate::sim::Ctx) {
-        self.inner.on_packet(p, ctx);
-    }
-    fn on_timer(&mut self, token: u64, ctx: &mut crate::sim::Ctx) {
-        self.inner.on_timer(token, ctx);
-    }
 }
 
 fn collect(s: &Scenario, sim: &Sim, end: Instant) -> RunResult {

@@ -146,7 +146,7 @@ impl Sim {
 
     /// Schedules a link state change (a handover interruption is a down at t and an up at t + d).
     pub fn schedule_link_state(&mut self, at: Instant, link: LinkId, up: bool) {
-        self.net.events.push(at, Event::LinkState { link, up });
+        self.schedule_controls(at, vec![Control::State { link, up }]);
     }
 
     /// Schedules a batch of control actions at `at` (applied in order, as one event).
@@ -178,7 +178,7 @@ impl Sim {
 
     /// Schedules a propagation-delay change.
     pub fn schedule_link_delay(&mut self, at: Instant, link: LinkId, delay: Duration) {
-        self.net.events.push(at, Event::LinkDelay { link, delay });
+        self.schedule_controls(at, vec![Control::Delay { link, delay }]);
     }
 
     fn flush(&mut self, node: NodeId) {
@@ -250,9 +250,7 @@ impl Sim {
                     }
                 }
                 Event::Timer { node, token } => self.with_agent(node, |a, c| a.on_timer(token, c)),
-                Event::LinkState { link, up } => self.set_state_now(link, up),
                 Event::Control { index } => self.apply_controls(index),
-                Event::LinkDelay { link, delay } => self.net.set_link_delay(link, delay),
             }
         }
         // The clock stands at `end` afterwards (no event before it is left unprocessed).
@@ -276,6 +274,8 @@ pub struct CbrSource {
     pub count: u64,
     /// Packets sent so far.
     pub sent: u64,
+    /// When the first packet leaves.
+    pub start: Instant,
 }
 
 impl Agent for CbrSource {
@@ -285,7 +285,7 @@ impl Agent for CbrSource {
 
     fn start(&mut self, ctx: &mut Ctx) {
         if self.count > 0 {
-            ctx.timer(ctx.now(), 0);
+            ctx.timer(self.start.max(ctx.now()), 0);
         }
     }
 
@@ -367,6 +367,7 @@ mod tests {
             interval: Duration::from_micros(interval_us),
             count,
             sent: 0,
+            start: Instant::ZERO,
         })
     }
 

@@ -1,0 +1,192 @@
+//! End-to-end tests of the TCP state machines over a scripted bottleneck.
+
+use super::*;
+use crate::cc::{AckEvent, CongestionControl};
+use leoguard_core::Bps;
+use leoguard_core::{Bytes, Instant};
+use std::collections::BTreeMap;
+
+/// A fixed window, halved on loss (enough to exercise the sender's machinery).
+#[derive(Debug)]
+struct Aimd {
+    cwnd: u64,
+    mss: u64,
+}
+
+impl CongestionControl for Aimd {
+    fn name(&self) -> &'static str {
+        "aimd"
+    }
+    fn on_sent(&mut self, _: Instant, _: u64, _: u64) {}
+    fn on_ack(&mut self, _: Instant, a: &AckEvent) {
+        if !a.in_recovery {
+            self.cwnd += self.mss * a.bytes_acked / self.cwnd.max(1);
+        }
+    }
+    fn on_congestion_event(&mut self, _: Instant, _: u64) {
+        self.cwnd = (self.cwnd / 2).max(2 * self.mss);
+    }
+    fn on_recovery_end(&mut self, _: Instant) {}
+    fn on_rto(&mut self, _: Instant, _: u64) {
+        self.cwnd = self.mss;
+    }
+    fn cwnd(&self) -> u64 {
+        self.cwnd
+    }
+    fn ssthresh(&self) -> u64 {
+        u64::MAX
+    }
+    fn pacing_rate(&self) -> Option<Bps> {
+        None
+    }
+    fn state(&self) -> &'static str {
+        "aimd"
+    }
+}
+
+struct Outcome {
+    tx: TcpSender,
+    rx: TcpReceiver,
+    done_at: Instant,
+    delivered_order_ok: bool,
+    /// (transmission index, seq) of every retransmission.
+    retx: Vec<(u64, u64)>,
+}
+
+/// Sender -> (rate, delay, drops by transmission index, blackout) -> receiver; ACKs return after `delay`.
+fn transfer(bytes: u64, rate: Bps, delay: Duration, drops: &[u64], blackout: Option<(Instant, Instant)>) -> Outcome {
+    let cfg = TcpConfig::default();
+    let mut tx = TcpSender::new(cfg, Box::new(Aimd { cwnd: 10 * 1448, mss: 1448 }), Some(bytes));
+    let mut rx = TcpReceiver::new(cfg);
+    // Events: time -> list of (is_ack, seg or ack).
+    let mut data: BTreeMap<(Instant, u64), Segment> = BTreeMap::new();
+    let mut acks: BTreeMap<(Instant, u64), Ack> = BTreeMap::new();
+    let (mut now, mut link_free, mut k, mut n) = (Instant::ZERO, Instant::ZERO, 0u64, 0u64);
+    let mut last_delivered = 0;
+    let mut order_ok = true;
+    let mut retx = Vec::new();
+    while !tx.is_done() {
+        while let Some(seg) = tx.poll_transmit(now) {
+            let start = now.max(link_free);
+            link_free = start + rate.transmission_time(Bytes(u64::from(seg.len) + 52)).unwrap();
+            if seg.retransmission {
+                retx.push((k, seg.seq));
+            }
+            let lost = drops.contains(&k) || blackout.is_some_and(|(a, b)| link_free >= a && link_free < b);
+            k += 1;
+            if !lost {
+                data.insert((link_free + delay, n), seg);
+            }
+            n += 1;
+        }
+        let next =
+            [data.keys().next().map(|x| x.0), acks.keys().next().map(|x| x.0), tx.poll_timeout(), rx.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min()
+                .expect("something is pending while the transfer is unfinished");
+        now = next;
+        assert!(now < Instant(600_000_000_000), "transfer stuck");
+        if let Some(t) = rx.poll_timeout().filter(|&t| t <= now) {
+            if let Some(a) = rx.handle_timeout(t) {
+                acks.insert((now + delay, n), a);
+                n += 1;
+            }
+        }
+        while let Some((&(t, id), _)) = data.iter().next().filter(|(key, _)| key.0 <= now) {
+            let seg = data.remove(&(t, id)).unwrap();
+            let (_, ack) = rx.on_segment(now, seg.seq, seg.len);
+            if rx.delivered < last_delivered {
+                order_ok = false;
+            }
+            last_delivered = rx.delivered;
+            if let Some(a) = ack {
+                acks.insert((now + delay, n), a);
+                n += 1;
+            }
+        }
+        while let Some((&(t, id), _)) = acks.iter().next().filter(|(key, _)| key.0 <= now) {
+            let a = acks.remove(&(t, id)).unwrap();
+            tx.on_ack(now, &a);
+        }
+        tx.handle_timeout(now);
+    }
+    Outcome { tx, rx, done_at: now, delivered_order_ok: order_ok, retx }
+}
+
+#[test]
+fn lossless_transfer_delivers_everything_once_and_estimates_rtt() {
+    let o = transfer(2_000_000, Bps::mbps(100), Duration::from_millis(20), &[], None);
+    assert_eq!(o.rx.delivered, 2_000_000);
+    assert_eq!(o.rx.duplicates, 0);
+    assert_eq!(o.tx.stats.retransmissions, 0);
+    assert_eq!(o.tx.stats.rtos, 0);
+    let srtt = o.tx.srtt().unwrap().as_millis_f64();
+    // 40 ms propagation + serialisation + up to one delayed ACK.
+    assert!((40.0..=82.0).contains(&srtt), "srtt {srtt}");
+    assert!(o.tx.rto() >= Duration::from_millis(200));
+    assert!(o.delivered_order_ok);
+}
+
+#[test]
+fn isolated_losses_are_repaired_by_sack_without_spurious_retransmissions_or_rto() {
+    let drops = [30, 31, 90, 200, 350];
+    let o = transfer(1_000_000, Bps::mbps(50), Duration::from_millis(10), &drops, None);
+    assert_eq!(o.rx.delivered, 1_000_000);
+    assert_eq!(o.tx.stats.retransmissions, drops.len() as u64);
+    assert_eq!(o.rx.duplicates, 0, "no segment needlessly sent twice");
+    assert_eq!(o.tx.stats.rtos, 0);
+    assert!(o.tx.stats.recoveries >= 3);
+}
+
+#[test]
+fn a_lost_retransmission_is_detected_without_waiting_for_the_rto() {
+    let first = transfer(600_000, Bps::mbps(50), Duration::from_millis(10), &[40], None);
+    assert_eq!(first.retx.len(), 1);
+    let (k, seq) = first.retx[0];
+    // Same run, but the retransmission is dropped as well.
+    let o = transfer(600_000, Bps::mbps(50), Duration::from_millis(10), &[40, k], None);
+    assert_eq!(o.retx.iter().map(|r| r.1).collect::<Vec<_>>(), vec![seq, seq]);
+    assert_eq!(o.rx.delivered, 600_000);
+    assert_eq!(o.tx.stats.rtos, 0, "RACK re-detects the lost retransmission");
+    assert_eq!(o.rx.duplicates, 0);
+}
+
+#[test]
+fn tail_loss_recovers_through_the_rto() {
+    // 100 segments of 1448 B; the last transmission is dropped: no SACK can reveal it.
+    let bytes = 100 * 1448;
+    let o = transfer(bytes, Bps::mbps(50), Duration::from_millis(10), &[99], None);
+    assert_eq!(o.rx.delivered, bytes);
+    assert_eq!(o.tx.stats.rtos, 1);
+    assert_eq!(o.tx.stats.retransmissions, 1);
+}
+
+#[test]
+fn a_blackout_longer_than_the_rto_backs_off_and_recovers() {
+    let o = transfer(
+        3_000_000,
+        Bps::mbps(20),
+        Duration::from_millis(15),
+        &[],
+        Some((Instant(300_000_000), Instant(1_500_000_000))),
+    );
+    assert_eq!(o.rx.delivered, 3_000_000);
+    assert!(o.tx.stats.rtos >= 2, "{} RTOs", o.tx.stats.rtos);
+    assert!(o.done_at > Instant(1_500_000_000));
+    assert!(o.delivered_order_ok);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Whatever is dropped, every byte reaches the application exactly once and in order.
+    #[test]
+    fn every_byte_delivered_exactly_once_in_order(drops in proptest::collection::vec(0u64..400, 0..40),
+                                                 delay_ms in 1u64..80, rate in 5u64..200) {
+        let o = transfer(300_000, Bps::mbps(rate), Duration::from_millis(delay_ms), &drops, None);
+        proptest::prop_assert_eq!(o.rx.delivered, 300_000);
+        proptest::prop_assert_eq!(o.rx.rcv_nxt(), 300_000);
+        proptest::prop_assert!(o.delivered_order_ok);
+        proptest::prop_assert_eq!(o.tx.snd_una(), 300_000);
+    }
+}
