@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from leoguard.errors import LeoguardError
@@ -229,21 +230,49 @@ def run_scenario(
     from leoguard.simulate import simulate
 
     sc = load_scenario(scenario, seed=seed, duration_s=duration)
-    status = console.status(f"simulating {sc.name} ({sc.duration_s} s)...") if not as_json else nullcontext()
-    with status:
-        res = simulate(sc, base_dir=scenario.parent)
+    # A progress bar on the terminal (stderr), none for --json or when output is not a terminal.
+    err = Console(stderr=True)
+    show = not as_json and err.is_terminal
+    bar = (
+        Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed:.1f}/{task.total:.1f} s"),
+            TextColumn("{task.fields[hops]}"), TimeRemainingColumn(), console=err, transient=True,
+        )
+        if show
+        else nullcontext()
+    )  # fmt: skip
+    with bar:
+        task = bar.add_task(sc.name, total=sc.duration_s, hops="") if isinstance(bar, Progress) else None
+
+        def progress(now_s: float, end_s: float, hops: int) -> None:
+            if isinstance(bar, Progress) and task is not None:
+                bar.update(task, completed=now_s, hops=f"{hops:,} packet-hops")
+
+        res = simulate(sc, base_dir=scenario.parent, progress=progress, interruptible=True)
     files = res.write(out or Path("out") / sc.name)
     summ = res.summary()
     summ["files"] = {k: str(v) for k, v in files.items()}
+    if not res.complete:
+        err.print(
+            f"[yellow]interrupted[/] at {res.simulated_s:.3f} s of {sc.duration_s} s: the partial results "
+            f"are written to {files['run'].parent} (run.json says complete = false)"
+        )
     if as_json:
         _emit(summ)
-        return
+    else:
+        _print_run(sc, res, summ, files)
+    if not res.complete:
+        raise typer.Exit(130)
+
+
+def _print_run(sc: Any, res: Any, summ: dict[str, Any], files: dict[str, Path]) -> None:
     console.print(
-        f"[bold]{sc.name}[/]: {sc.duration_s} s simulated in {res.wall_s:.2f} s, "
+        f"[bold]{sc.name}[/]: {res.simulated_s:g} s simulated in {res.wall_s:.2f} s, "
         f"{res.packet_hops:,} packet-hops, seed {sc.seed}"
     )
     t = Table(
         "flow",
+        "src -> dst",
         "kind",
         "cc",
         "goodput Mbit/s",
@@ -257,8 +286,8 @@ def run_scenario(
     for f in summ["flows"]:
         fct = f"{f['fct_s']:.3f}" if f["fct_s"] is not None else "-"
         t.add_row(
-            str(f["flow"]), f["kind"], f["cc"] or "-", f"{f['goodput_bps'] / 1e6:.2f}", str(f["retransmissions"]),
-            str(f["rtos"]), f"{f['endpoint_loss']:.4f}", f"{f['network_loss']:.4f}",
+            str(f["flow"]), f"{f['src']} -> {f['dst']}", f["kind"], f["cc"] or "-", f"{f['goodput_bps'] / 1e6:.2f}",
+            str(f["retransmissions"]), str(f["rtos"]), f"{f['endpoint_loss']:.4f}", f"{f['network_loss']:.4f}",
             f"{f['owd_ms']['p50']} / {f['owd_ms']['p99']}", fct,
         )  # fmt: skip
     console.print(t)

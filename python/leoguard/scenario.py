@@ -1,7 +1,9 @@
 """Scenarios: pydantic models loaded from TOML, with errors that name the field and the value.
 
-A scenario is either a `[topology]` shortcut (`kind = "chain"`) or an explicit list of `[[links]]`
-between numbered nodes, plus `[[flows]]` and optional `[[events]]` (links going down and up).
+A scenario is either a `[topology]` shortcut (`kind` = `chain`, `dumbbell`, `two-path`, `leo-path` or
+`constellation`) or an explicit list of `[[links]]` between numbered nodes, plus `[[flows]]` and
+optional `[[events]]` (links going down and up) and `[[routes]]` (scheduled route changes). Flow ends
+are node numbers or node names (see each topology's `node_names`).
 """
 
 from __future__ import annotations
@@ -74,6 +76,114 @@ class Chain(_Model):
     loss_on: Literal["first", "all"] = "first"
 
 
+class Dumbbell(_Model):
+    """`pairs` senders and receivers joined by one bottleneck. Node names: `left` (0), `right` (1),
+    senders `s0..` (2..pairs+1), receivers `r0..` (pairs+2..2*pairs+1). Access links may differ per pair
+    (`access_delay_ms` as a list gives each pair its own RTT)."""
+
+    kind: Literal["dumbbell"]
+    pairs: int = Field(ge=1, le=10_000)
+    bottleneck_mbps: float = Field(gt=0)
+    bottleneck_delay_ms: float = Field(ge=0)
+    access_mbps: float = Field(default=1000.0, gt=0)
+    access_delay_ms: float | list[float] = 1.0
+    queue_bytes: int | None = Field(default=None, gt=0)
+    queue_packets: int | None = Field(default=None, gt=0)
+    loss: Loss | None = None
+
+    @model_validator(mode="after")
+    def _delays(self) -> Dumbbell:
+        d = self.access_delay_ms
+        if isinstance(d, list) and (len(d) != self.pairs or min(d) < 0):
+            raise ValueError(f"access_delay_ms needs {self.pairs} values >= 0, one per pair")
+        if isinstance(d, float | int) and d < 0:
+            raise ValueError("access_delay_ms must be >= 0")
+        return self
+
+
+class PathSpec(_Model):
+    """One of the two paths of a `two-path` topology."""
+
+    rate_mbps: float = Field(gt=0)
+    delay_ms: float = Field(ge=0)
+    loss: Loss | None = None
+
+
+class TwoPath(_Model):
+    """Two parallel paths between `src` (node 0) and `dst` (node 1), through `via0` (2) and `via1` (3);
+    both directions switch from one path to the other every `switch_every_s` seconds, starting on
+    path 0 (StarTCP's two-path experiment). Each path's delay is split over its two links; its loss
+    applies to the link leaving the source."""
+
+    kind: Literal["two-path"]
+    paths: list[PathSpec] = Field(min_length=2, max_length=2)
+    switch_every_s: float = Field(gt=0)
+    queue_bytes: int | None = Field(default=None, gt=0)
+    queue_packets: int | None = Field(default=None, gt=0)
+
+
+class Host(_Model):
+    """A server or PoP behind a ground node, by a terrestrial link."""
+
+    name: str
+    ground: str
+    rate_mbps: float = Field(default=10_000.0, gt=0)
+    delay_ms: float = Field(default=1.0, ge=0)
+
+
+class ConstellationTopology(_Model):
+    """A whole constellation: every satellite and ISL, ground nodes that each attach to one satellite
+    by their policy, hosts behind ground nodes; the orbit engine drives delays, routes and handovers as
+    the run goes. Node names: the ground places, the hosts, then the satellites."""
+
+    kind: Literal["constellation"]
+    constellation: str = "starlink-shell1"
+    ground: list[str] = []
+    top_cities: int = Field(default=0, ge=0, le=1000)
+    hosts: list[Host] = []
+    policy: Literal["global-schedule", "nearest"] = "global-schedule"
+    step_s: float = Field(default=0.1, gt=0)
+    min_elevation_deg: float = Field(default=25.0, ge=0, le=90)
+    interruption: str = "uniform"
+    gsl_rate_mbps: float = Field(gt=0)
+    isl_rate_mbps: float = Field(gt=0)
+    queue_bytes: int | None = Field(default=None, gt=0)
+    gsl_loss: Loss | None = None
+    isl_loss: Loss | None = None
+
+    @model_validator(mode="after")
+    def _some_ground(self) -> ConstellationTopology:
+        if not self.ground and self.top_cities == 0:
+            raise ValueError("give ground places (ground = [...]) and/or top_cities = N")
+        return self
+
+    def places(self) -> list[Any]:
+        """The ground places, listed ones first (named as written), then the most populous cities not
+        already listed (named as in the gazetteer)."""
+        from leoguard.places import Place, place, top_cities
+
+        out = []
+        for g in self.ground:
+            p = place(g)
+            out.append(Place(g, p.lat_deg, p.lon_deg, p.role))
+        if len({p.name for p in out}) != len(out):
+            raise LeoguardError(f"topology.ground lists a place twice: {self.ground}")
+        seen = {(round(p.lat_deg, 3), round(p.lon_deg, 3)) for p in out}
+        for p in top_cities(self.top_cities + len(out)) if self.top_cities else []:
+            key = (round(p.lat_deg, 3), round(p.lon_deg, 3))
+            if key not in seen and len(out) < len(self.ground) + self.top_cities:
+                out.append(p)
+                seen.add(key)
+        return out
+
+    def node_names(self) -> list[str]:
+        """Ground places then hosts (satellites follow in the simulator but are not flow ends)."""
+        names = [p.name for p in self.places()] + [h.name for h in self.hosts]
+        if len(set(names)) != len(names):
+            raise LeoguardError("topology: host names must differ from each other and from the ground places")
+        return names
+
+
 class LeoPath(_Model):
     """Two places joined over a constellation: the path timeline of the constellation engine drives
     routes, per-hop delays and handover interruptions. Ground end `a` is node 0, `b` is node 1."""
@@ -96,8 +206,8 @@ class Flow(_Model):
     """A TCP transfer (bulk if `bytes` is absent) or a constant-bit-rate UDP stream."""
 
     kind: Literal["tcp", "cbr"]
-    src: int = Field(ge=0)
-    dst: int = Field(ge=0)
+    src: int | str
+    dst: int | str
     cc: Literal["newreno", "reno", "cubic", "bbr"] = "cubic"
     bytes: int | None = Field(default=None, gt=0)
     rate_mbps: float | None = Field(default=None, gt=0)
@@ -119,6 +229,16 @@ class Event(_Model):
     up: bool
 
 
+class RouteChange(_Model):
+    """From `t_s` on, node `node` sends traffic for `dst` over link `link` (index into [[links]], in the
+    direction leaving `node`); leave out `link` to remove the route."""
+
+    t_s: float = Field(ge=0)
+    node: int = Field(ge=0)
+    dst: int = Field(ge=0)
+    link: int | None = Field(default=None, ge=0)
+
+
 class Scenario(_Model):
     """A simulation scenario."""
 
@@ -126,11 +246,15 @@ class Scenario(_Model):
     duration_s: float = Field(gt=0, le=1e6)
     seed: int = Field(default=1, ge=0)
     sample_every_s: float = Field(default=0.1, gt=0)
+    link_sample_every_s: float = Field(default=0.1, ge=0)
     nodes: int | None = Field(default=None, ge=2)
-    topology: Chain | LeoPath | None = Field(default=None, discriminator="kind")
+    topology: Chain | Dumbbell | TwoPath | LeoPath | ConstellationTopology | None = Field(
+        default=None, discriminator="kind"
+    )
     links: list[Link] = []
     flows: list[Flow] = Field(min_length=1)
     events: list[Event] = []
+    routes: list[RouteChange] = []
 
     @model_validator(mode="after")
     def _shape(self) -> Scenario:
@@ -138,38 +262,92 @@ class Scenario(_Model):
             raise ValueError("give either [topology] or [[links]], not both")
         if self.topology is None and not self.links:
             raise ValueError("needs a [topology] or at least one [[links]]")
-        if isinstance(self.topology, LeoPath):
-            for i, f in enumerate(self.flows):
-                if {f.src, f.dst} != {0, 1}:
-                    raise ValueError(f"flows[{i}]: on a leo-path topology flows run between node 0 (a) and node 1 (b)")
-            if self.events:
-                raise ValueError("events are not allowed on a leo-path topology (its timeline drives the links)")
-            return self
-        n = self.node_count()
+        t = self.topology
+        if isinstance(t, LeoPath | ConstellationTopology) and (self.events or self.routes):
+            raise ValueError(f"events and routes are not allowed on a {t.kind} topology (the orbits drive the links)")
+        if isinstance(t, TwoPath) and self.routes:
+            raise ValueError("routes are not allowed on a two-path topology (it switches paths itself)")
+        names = self.node_names()
         for i, f in enumerate(self.flows):
-            for end in ("src", "dst"):
-                if getattr(f, end) >= n:
-                    raise ValueError(f"flows[{i}].{end} = {getattr(f, end)} is not a node (0..{n - 1})")
+            ends = [self._node_index(getattr(f, end), names, f"flows[{i}].{end}") for end in ("src", "dst")]
+            if ends[0] == ends[1]:
+                raise ValueError(f"flows[{i}]: src and dst are the same node ({f.src})")
+            if isinstance(t, LeoPath) and set(ends) != {0, 1}:
+                raise ValueError(f"flows[{i}]: on a leo-path topology flows run between its two ends")
+        n_links = len(self.resolved_links())
         for i, e in enumerate(self.events):
-            if e.link >= len(self.resolved_links()):
-                raise ValueError(f"events[{i}].link = {e.link} is not a link index")
+            if e.link >= n_links:
+                raise ValueError(f"events[{i}].link = {e.link} is not a link index (0..{n_links - 1})")
+        links = self.resolved_links()
+        for i, r in enumerate(self.routes):
+            for end in ("node", "dst"):
+                if getattr(r, end) >= len(names):
+                    raise ValueError(f"routes[{i}].{end} = {getattr(r, end)} is not a node (0..{len(names) - 1})")
+            if r.link is not None and (r.link >= n_links or r.node not in (links[r.link].a, links[r.link].b)):
+                raise ValueError(f"routes[{i}].link = {r.link} is not a link index with an end at node {r.node}")
         return self
+
+    @staticmethod
+    def _node_index(end: int | str, names: list[str], field: str) -> int:
+        if isinstance(end, int):
+            if not 0 <= end < len(names):
+                raise ValueError(f"{field} = {end} is not a node (0..{len(names) - 1})")
+            return end
+        if end in names:
+            return names.index(end)
+        shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+        raise ValueError(f"{field} = '{end}' is not a node name (known: {shown})")
+
+    def node_names(self) -> list[str]:
+        """Names of the nodes flows may use, in node order (a constellation's satellites follow them)."""
+        t = self.topology
+        if isinstance(t, LeoPath):
+            return [t.a, t.b]
+        if isinstance(t, ConstellationTopology):
+            return t.node_names()
+        if isinstance(t, Dumbbell):
+            return ["left", "right", *(f"s{i}" for i in range(t.pairs)), *(f"r{i}" for i in range(t.pairs))]
+        if isinstance(t, TwoPath):
+            return ["src", "dst", "via0", "via1"]
+        return [f"n{i}" for i in range(self.node_count())]
 
     def node_count(self) -> int:
         """Nodes in the resolved topology (a leo-path's count is known only after its timeline)."""
-        if isinstance(self.topology, LeoPath):
-            raise LeoguardError("a leo-path topology's node count comes from its path timeline")
-        if self.topology is not None:
-            return self.topology.hops + 1
+        t = self.topology
+        if isinstance(t, LeoPath | ConstellationTopology):
+            raise LeoguardError(f"a {t.kind} topology's node count comes from the constellation")
+        if isinstance(t, Chain):
+            return t.hops + 1
+        if isinstance(t, Dumbbell):
+            return 2 + 2 * t.pairs
+        if isinstance(t, TwoPath):
+            return 4
         return self.nodes if self.nodes is not None else 1 + max(max(lk.a, lk.b) for lk in self.links)
 
     def resolved_links(self) -> list[Link]:
-        """The explicit link list (a chain expanded)."""
+        """The explicit link list (a chain, dumbbell or two-path expanded)."""
         t = self.topology
-        if isinstance(t, LeoPath):
+        if isinstance(t, LeoPath | ConstellationTopology):
             return []
         if t is None:
             return list(self.links)
+        if isinstance(t, Dumbbell):
+            q = {"queue_bytes": t.queue_bytes, "queue_packets": t.queue_packets}
+            out = [Link(a=0, b=1, rate_mbps=t.bottleneck_mbps, delay_ms=t.bottleneck_delay_ms, loss=t.loss, **q)]
+            d = t.access_delay_ms
+            for i in range(t.pairs):
+                di = d[i] if isinstance(d, list) else d
+                out.append(Link(a=2 + i, b=0, rate_mbps=t.access_mbps, delay_ms=di, **q))
+                out.append(Link(a=1, b=2 + t.pairs + i, rate_mbps=t.access_mbps, delay_ms=di, **q))
+            return out
+        if isinstance(t, TwoPath):
+            q = {"queue_bytes": t.queue_bytes, "queue_packets": t.queue_packets}
+            out = []
+            for k, p in enumerate(t.paths):
+                half = p.delay_ms / 2
+                out.append(Link(a=0, b=2 + k, rate_mbps=p.rate_mbps, delay_ms=half, loss=p.loss, **q))
+                out.append(Link(a=2 + k, b=1, rate_mbps=p.rate_mbps, delay_ms=half, **q))
+            return out
         return [
             Link(
                 a=i,
@@ -183,26 +361,56 @@ class Scenario(_Model):
             for i in range(t.hops)
         ]
 
-    def _flows_core(self) -> list[dict[str, Any]]:
+    def resolved_routes(self) -> list[RouteChange]:
+        """Scheduled route changes (a two-path topology's switching expanded)."""
+        t = self.topology
+        if not isinstance(t, TwoPath):
+            return list(self.routes)
         out = []
-        for f in self.flows:
+        k = 0
+        while k * t.switch_every_s < self.duration_s:
+            path = k % 2
+            at = k * t.switch_every_s
+            out.append(RouteChange(t_s=at, node=0, dst=1, link=2 * path))
+            out.append(RouteChange(t_s=at, node=1, dst=0, link=2 * path + 1))
+            k += 1
+        return out
+
+    def _flows_core(self) -> list[dict[str, Any]]:
+        names = self.node_names()
+        out = []
+        for i, f in enumerate(self.flows):
             d = f.model_dump(exclude_none=True)
+            d["src"] = self._node_index(f.src, names, f"flows[{i}].src")
+            d["dst"] = self._node_index(f.dst, names, f"flows[{i}].dst")
             if f.rate_mbps is not None:
                 d["rate_bps"] = round(f.rate_mbps * 1e6)
             out.append(d)
         return out
 
+    def _base_core(self) -> dict[str, Any]:
+        return {
+            "duration_s": self.duration_s,
+            "seed": self.seed,
+            "sample_every_s": self.sample_every_s,
+            "link_sample_every_s": self.link_sample_every_s,
+            "flows": self._flows_core(),
+            "links": [],
+            "events": [],
+            "routes": [],
+        }
+
     def _leo_core(self, loss: Any) -> dict[str, Any]:
         t = self.topology
         assert isinstance(t, LeoPath)
         c, tl = _leo_timeline(t, self.duration_s, self.seed)
-        index = {name: i for i, name in enumerate(c.satellites()["sat"].to_list())}
+        sat_names = c.satellites()["sat"].to_list()
+        index = {name: i for i, name in enumerate(sat_names)}
         steps = tl.steps
         sats = [[index[n] for n in p[1:-1]] for p in steps["path"].to_list()]
         gsl = loss(t.gsl_loss)
         if gsl is not None and gsl["model"] == "starlink" and "boundary_offset_s" not in gsl:
-            # The measured trace's lossy boundary second is the one that holds the 15 s handover epoch.
-            gsl["boundary_offset_s"] = int((12.0 - c.epoch_unix_s) % 15.0)
+            gsl["boundary_offset_s"] = _boundary_offset(c.epoch_unix_s)
         leo = {
             "t_s": steps["t_s"].to_list(),
             "sats": sats,
@@ -217,18 +425,63 @@ class Scenario(_Model):
         }
         if t.queue_bytes is not None:
             leo["queue_bytes"] = t.queue_bytes
-        flows = self._flows_core()
+        # The simulator numbers satellites in order of first appearance on the path.
+        order = list(dict.fromkeys(s for p in sats for s in p))
         return {
-            "nodes": 2 + len({s for p in sats for s in p}),
-            "duration_s": self.duration_s,
-            "seed": self.seed,
-            "sample_every_s": self.sample_every_s,
-            "links": [],
-            "flows": flows,
-            "events": [],
+            **self._base_core(),
+            "nodes": 2 + len(order),
             "leo": leo,
             "path_summary": tl.summary(),
+            "node_names": [t.a, t.b, *(sat_names[s] for s in order)],
         }
+
+    def _constellation_core(self, loss: Any) -> dict[str, Any]:
+        from leoguard.orbit import Constellation, parse_interruption
+        from leoguard.places import place
+
+        t = self.topology
+        assert isinstance(t, ConstellationTopology)
+        c = Constellation.preset(t.constellation)
+        places = t.places()
+        ground_names = [p.name for p in places]
+        hosts = []
+        for i, h in enumerate(t.hosts):
+            g = h.ground if h.ground in ground_names else place(h.ground).name
+            if g not in ground_names:
+                # Listed under another spelling ("New York" for New York City): match by position.
+                q = place(h.ground)
+                g = next((p.name for p in places if (p.lat_deg, p.lon_deg) == (q.lat_deg, q.lon_deg)), g)
+            if g not in ground_names:
+                raise LeoguardError(f"topology.hosts[{i}].ground = '{h.ground}' is not one of the ground places")
+            hosts.append(
+                {"name": h.name, "ground": ground_names.index(g), "rate_bps": round(h.rate_mbps * 1e6),
+                 "delay_ms": h.delay_ms}
+            )  # fmt: skip
+        gsl = loss(t.gsl_loss)
+        if gsl is not None and gsl["model"] == "starlink" and "boundary_offset_s" not in gsl:
+            gsl["boundary_offset_s"] = _boundary_offset(c.epoch_unix_s)
+        topo = {
+            "object": c._core,
+            "grounds": [p.as_node() for p in places],
+            "hosts": hosts,
+            "step_s": t.step_s,
+            "min_elevation_deg": t.min_elevation_deg,
+            "policy": t.policy,
+            "period_s": None,
+            "phase_s": None,
+            "criterion": "highest-elevation",
+            "interruption": parse_interruption(t.interruption),
+            "seed": self.seed,
+            "gsl_rate_bps": round(t.gsl_rate_mbps * 1e6),
+            "isl_rate_bps": round(t.isl_rate_mbps * 1e6),
+            "gsl_loss": gsl,
+            "isl_loss": loss(t.isl_loss),
+        }
+        if t.queue_bytes is not None:
+            topo["queue_bytes"] = t.queue_bytes
+        sat_names = c.satellites()["sat"].to_list()
+        names = ground_names + [h["name"] for h in hosts] + sat_names
+        return {**self._base_core(), "nodes": len(names), "constellation": topo, "node_names": names}
 
     def to_core(self, base_dir: Path | None = None) -> dict[str, Any]:
         """The dict the native simulator takes (trace files read relative to `base_dir`)."""
@@ -247,6 +500,8 @@ class Scenario(_Model):
 
         if isinstance(self.topology, LeoPath):
             return self._leo_core(loss)
+        if isinstance(self.topology, ConstellationTopology):
+            return self._constellation_core(loss)
         links = []
         for lk in self.resolved_links():
             d = {"a": lk.a, "b": lk.b, "rate_bps": round(lk.rate_mbps * 1e6), "delay_ms": lk.delay_ms}
@@ -256,16 +511,19 @@ class Scenario(_Model):
                 d["queue_packets"] = lk.queue_packets
             d["loss"], d["loss_reverse"] = loss(lk.loss), loss(lk.loss_reverse)
             links.append(d)
-        flows = self._flows_core()
         return {
+            **self._base_core(),
             "nodes": self.node_count(),
-            "duration_s": self.duration_s,
-            "seed": self.seed,
-            "sample_every_s": self.sample_every_s,
             "links": links,
-            "flows": flows,
             "events": [e.model_dump() for e in self.events],
+            "routes": [r.model_dump() for r in self.resolved_routes()],
+            "node_names": self.node_names(),
         }
+
+
+def _boundary_offset(epoch_unix_s: float) -> int:
+    """The measured trace's lossy boundary second is the one that holds the 15 s handover epoch."""
+    return int((12.0 - epoch_unix_s) % 15.0)
 
 
 def _leo_timeline(t: LeoPath, duration_s: float, seed: int) -> tuple[Any, Any]:

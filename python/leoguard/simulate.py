@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,17 +19,22 @@ from leoguard.scenario import Scenario, load_scenario
 
 @dataclass
 class Results:
-    """A run's results: per-flow summary, time series, per-packet records, per-link counters, drops."""
+    """A run's results: per-flow summary and time series, per-packet records, per-link counters and
+    time series, drops. `complete` is False when the run was interrupted: the tables then cover the
+    first `simulated_s` seconds."""
 
     scenario: Scenario
     flows: pl.DataFrame
     series: pl.DataFrame
     packets: pl.DataFrame
     links: pl.DataFrame
+    link_series: pl.DataFrame
     drops: pl.DataFrame
     packet_hops: int
     wall_s: float
     run_s: float
+    simulated_s: float
+    complete: bool = True
     meta: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
@@ -37,12 +43,16 @@ class Results:
             "scenario": self.scenario.name,
             "seed": self.scenario.seed,
             "duration_s": self.scenario.duration_s,
+            "simulated_s": self.simulated_s,
+            "complete": self.complete,
             "packet_hops": self.packet_hops,
             "wall_s": round(self.wall_s, 4),
             "run_s": round(self.run_s, 4),
             "flows": [
                 {
                     "flow": r["flow"],
+                    "src": r["src"],
+                    "dst": r["dst"],
                     "kind": r["kind"],
                     "cc": r["cc"],
                     "goodput_bps": round(r["goodput_bps"], 1),
@@ -68,12 +78,18 @@ class Results:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         out = {}
-        for name in ("flows", "series", "packets", "links", "drops"):
+        for name in ("flows", "series", "packets", "links", "link_series", "drops"):
             p = d / f"{name}.parquet"
             getattr(self, name).write_parquet(p)
             out[name] = p
         meta = d / "run.json"
-        meta.write_text(json.dumps({"scenario": self.scenario.model_dump(), **self.meta}, indent=2, default=str))
+        info = {
+            "scenario": self.scenario.model_dump(),
+            "complete": self.complete,
+            "simulated_s": self.simulated_s,
+            **self.meta,
+        }
+        meta.write_text(json.dumps(info, indent=2, default=str))
         out["run"] = meta
         return out
 
@@ -90,22 +106,62 @@ def _code_version() -> str:
     return f"{_core.__version__}+{commit}"
 
 
-def simulate(scenario: Scenario | str | Path, base_dir: Path | None = None) -> Results:
-    """Runs a scenario (a model or a TOML path) and returns its results."""
+Progress = Callable[[float, float, int], None]
+
+
+def simulate(
+    scenario: Scenario | str | Path,
+    base_dir: Path | None = None,
+    progress: Progress | None = None,
+    interruptible: bool = False,
+) -> Results:
+    """Runs a scenario (a model or a TOML path) and returns its results.
+
+    `progress(simulated_s, duration_s, packet_hops)` is called after each slice of the run (slices
+    last about a quarter of a second of wall time). With `interruptible`, Ctrl-C (KeyboardInterrupt)
+    stops the run at the end of the current slice and the results so far come back with
+    `complete = False`; otherwise the interrupt propagates.
+    """
     if not isinstance(scenario, Scenario):
         path = Path(scenario)
         base_dir = base_dir or path.parent
         scenario = load_scenario(path)
     spec = scenario.to_core(base_dir)
     t0 = time.perf_counter()
-    raw = _core.simulate(spec)
+    run = _core.SimRun(spec)
+    end = run.end_s
+    step = min(end, max(end / 1000.0, 0.01))
+    complete = True
+    try:
+        while not run.finished:
+            s0 = time.perf_counter()
+            run.advance(min(end, run.now_s + step))
+            took = time.perf_counter() - s0
+            # Aim for ~0.25 s of wall time per slice, so progress stays live and Ctrl-C is prompt.
+            step = min(end, max(1e-3, step * min(4.0, max(0.25, 0.25 / max(took, 1e-6)))))
+            if progress is not None:
+                progress(run.now_s, end, run.packet_hops)
+    except KeyboardInterrupt:
+        if not interruptible:
+            raise
+        complete = False
+    raw = run.results()
     wall = time.perf_counter() - t0
+    return _results(scenario, spec, raw, wall, complete)
+
+
+def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall: float, complete: bool) -> Results:
+    names = spec.get("node_names", [])
+
+    def name(i: int | None) -> str | None:
+        return names[i] if i is not None and i < len(names) else None
+
     packets = pl.DataFrame(
         raw["packets"], schema_overrides={"seq": pl.UInt64, "sent_ns": pl.UInt64, "received_ns": pl.UInt64}
     )
     packets = packets.with_columns(((pl.col("received_ns") - pl.col("sent_ns")).cast(pl.Float64) / 1e6).alias("owd_ms"))
     rows = []
-    for i, (f, r) in enumerate(zip(scenario.flows, raw["flows"], strict=True)):
+    for i, (f, fc, r) in enumerate(zip(scenario.flows, spec["flows"], raw["flows"], strict=True)):
         owd = packets.filter(pl.col("flow") == i)["owd_ms"].to_numpy()
         p50, p99 = (round(float(np.percentile(owd, q)), 4) if owd.size else None for q in (50, 99))
         rows.append(
@@ -113,17 +169,43 @@ def simulate(scenario: Scenario | str | Path, base_dir: Path | None = None) -> R
                 "flow": i,
                 "kind": f.kind,
                 "cc": f.cc if f.kind == "tcp" else None,
+                "src": name(fc["src"]),
+                "dst": name(fc["dst"]),
                 **r,
                 "owd_ms_p50": p50,
                 "owd_ms_p99": p99,
             }
         )
     flows = pl.DataFrame(
-        rows, schema_overrides={"cc": pl.Utf8, "fct_s": pl.Float64, "owd_ms_p50": pl.Float64, "owd_ms_p99": pl.Float64}
+        rows,
+        schema_overrides={
+            "cc": pl.Utf8, "src": pl.Utf8, "dst": pl.Utf8, "fct_s": pl.Float64, "owd_ms_p50": pl.Float64,
+            "owd_ms_p99": pl.Float64,
+        },
+    )  # fmt: skip
+    links = pl.DataFrame(raw["links"])
+    links = links.with_columns(
+        pl.Series("from_name", [name(i) for i in raw["links"]["from_node"]], dtype=pl.Utf8),
+        pl.Series("to_name", [name(i) for i in raw["links"]["to_node"]], dtype=pl.Utf8),
     )
-    meta = {"seed": scenario.seed, "code_version": _code_version(), "packet_hops": raw["packet_hops"]}
+    interval = scenario.link_sample_every_s
+    link_series = pl.DataFrame(raw["link_series"])
+    if interval > 0:
+        link_series = link_series.with_columns(
+            (pl.col("bytes").cast(pl.Float64) * 8.0 / (pl.col("rate_bps").cast(pl.Float64) * interval)).alias(
+                "utilisation"
+            )
+        )
+    meta = {
+        "seed": scenario.seed,
+        "code_version": _code_version(),
+        "packet_hops": raw["packet_hops"],
+        "node_names": names,
+    }
+    if raw["topology_error"]:
+        meta["topology_error"] = raw["topology_error"]
     return Results(
-        scenario, flows, pl.DataFrame(raw["series"]), packets, pl.DataFrame(raw["links"]),
+        scenario, flows, pl.DataFrame(raw["series"]), packets, links, link_series,
         pl.DataFrame(raw["drops"], schema_overrides={"from_node": pl.UInt32, "to_node": pl.UInt32}),
-        raw["packet_hops"], wall, raw["run_s"], meta,
+        raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta,
     )  # fmt: skip

@@ -24,9 +24,9 @@ fn err(e: OrbitError) -> PyErr {
     LeoguardError::new_err(e.to_string())
 }
 
-type Node = (String, f64, f64, String);
+pub(crate) type Node = (String, f64, f64, String);
 
-fn ground(n: &Node) -> PyResult<GroundNode> {
+pub(crate) fn ground(n: &Node) -> PyResult<GroundNode> {
     let role = Role::parse(&n.3).map_err(err)?;
     GroundNode::new(&n.0, n.1, n.2, 0.0, role).map_err(err)
 }
@@ -117,7 +117,7 @@ fn slots_dict<'py>(
 
 /// Timeline options from Python arguments.
 #[allow(clippy::too_many_arguments)]
-fn options(
+pub(crate) fn options(
     c: &Constellation,
     duration_s: f64,
     step_s: f64,
@@ -166,8 +166,8 @@ fn options(
 
 /// A constellation (Walker and/or TLE shells) with its epoch.
 #[pyclass(name = "Constellation", module = "leoguard._core", frozen)]
-struct PyConstellation {
-    inner: Constellation,
+pub(crate) struct PyConstellation {
+    pub(crate) inner: Constellation,
     names: Vec<String>,
 }
 

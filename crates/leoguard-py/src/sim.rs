@@ -1,15 +1,17 @@
 //! Bindings of the simulator: `simulate(dict)` runs a resolved scenario (validated by the Python
 //! models first; the Rust side validates again and names fields) and returns columns.
 
-use crate::{get, need, LeoguardError};
+use crate::{get, ground, need, options, LeoguardError, Node, PyConstellation};
 use leoguard_core::{Bps, Duration, Instant};
+use leoguard_sim::constellation::{ConstellationTopo, HostSpec};
 use leoguard_sim::engine::QueueLimit;
 use leoguard_sim::leo::{LeoInterruption, LeoPath, LeoStep};
 use leoguard_sim::loss::{parse_plr_csv, LossSpec};
-use leoguard_sim::scenario::{run, FlowKind, FlowSpec, LinkEvent, LinkSpec, Scenario};
+use leoguard_sim::scenario::{FlowKind, FlowSpec, LinkEvent, LinkSpec, RouteEvent, RunResult, Running, Scenario};
 use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use std::sync::Arc;
 
 fn secs(field: &str, v: f64) -> PyResult<Duration> {
     if !(v.is_finite() && v >= 0.0) {
@@ -103,17 +105,39 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
             events.push(LinkEvent { at: Instant(at.as_nanos()), link: need(e, "link")?, up: need(e, "up")? });
         }
     }
+    let mut routes = Vec::new();
+    if let Some(rs) = get::<Bound<'_, PyList>>(d, "routes")? {
+        for (i, r) in rs.iter().enumerate() {
+            let r =
+                r.downcast::<PyDict>().map_err(|_| LeoguardError::new_err(format!("routes[{i}] must be a table")))?;
+            let at = secs(&format!("routes[{i}].t_s"), need(r, "t_s")?)?;
+            routes.push(RouteEvent {
+                at: Instant(at.as_nanos()),
+                node: need(r, "node")?,
+                dst: need(r, "dst")?,
+                link: get(r, "link")?,
+            });
+        }
+    }
     let leo = match get::<Bound<'_, PyDict>>(d, "leo")? {
         None => None,
         Some(l) => Some(leo_path(&l)?),
     };
+    let duration = secs("duration_s", need(d, "duration_s")?)?;
+    let constellation = match get::<Bound<'_, PyDict>>(d, "constellation")? {
+        None => None,
+        Some(c) => Some(constellation(&c, duration.as_secs_f64())?),
+    };
     Ok(Scenario {
         leo,
+        constellation,
+        routes,
+        link_sample_every: secs("link_sample_every_s", get(d, "link_sample_every_s")?.unwrap_or(0.1))?,
         nodes: need(d, "nodes")?,
         links,
         flows,
         events,
-        duration: secs("duration_s", need(d, "duration_s")?)?,
+        duration,
         seed: get(d, "seed")?.unwrap_or(1),
         sample_every: secs("sample_every_s", get(d, "sample_every_s")?.unwrap_or(0.1))?,
     })
@@ -156,16 +180,143 @@ fn leo_path(d: &Bound<'_, PyDict>) -> PyResult<LeoPath> {
     })
 }
 
-/// Runs a resolved scenario dict and returns its results as columns.
+fn constellation(d: &Bound<'_, PyDict>, duration_s: f64) -> PyResult<ConstellationTopo> {
+    let obj = d.get_item("object")?.ok_or_else(|| LeoguardError::new_err("missing field constellation.object"))?;
+    let c: PyRef<'_, PyConstellation> = obj
+        .extract()
+        .map_err(|_| LeoguardError::new_err("constellation.object must be a leoguard._core.Constellation"))?;
+    let grounds: Vec<Node> = need(d, "grounds")?;
+    let grounds = grounds.iter().map(ground).collect::<PyResult<Vec<_>>>()?;
+    let mut hosts = Vec::new();
+    for (i, h) in get::<Bound<'_, PyList>>(d, "hosts")?
+        .map(|l| l.iter().collect::<Vec<_>>())
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        let h = h.downcast::<PyDict>().map_err(|_| LeoguardError::new_err(format!("hosts[{i}] must be a table")))?;
+        hosts.push(HostSpec {
+            name: need(h, "name")?,
+            ground: need(h, "ground")?,
+            rate: Bps(need(h, "rate_bps")?),
+            delay: secs(&format!("hosts[{i}].delay_ms"), need::<f64>(h, "delay_ms")? / 1e3)?,
+        });
+    }
+    let o = options(
+        &c.inner,
+        duration_s,
+        need(d, "step_s")?,
+        need(d, "min_elevation_deg")?,
+        &need::<String>(d, "policy")?,
+        get(d, "period_s")?,
+        get(d, "phase_s")?,
+        &get::<String>(d, "criterion")?.unwrap_or_else(|| "highest-elevation".into()),
+        need(d, "interruption")?,
+        need(d, "seed")?,
+    )?;
+    let queue = match get::<u64>(d, "queue_bytes")? {
+        Some(b) => QueueLimit::Bytes(b),
+        None => QueueLimit::Bytes(1_000_000),
+    };
+    Ok(ConstellationTopo {
+        constellation: Arc::new(c.inner.clone()),
+        grounds,
+        hosts,
+        options: o,
+        gsl_rate: Bps(need(d, "gsl_rate_bps")?),
+        isl_rate: Bps(need(d, "isl_rate_bps")?),
+        queue,
+        gsl_loss: loss(get(d, "gsl_loss")?, "topology.gsl_loss")?,
+        isl_loss: loss(get(d, "isl_loss")?, "topology.isl_loss")?,
+    })
+}
+
+/// A scenario being simulated: advance it in slices, read the results at any point.
+#[pyclass(name = "SimRun", module = "leoguard._core")]
+struct PySimRun {
+    /// In a mutex so that the class is `Sync` (Python objects may be shared between threads).
+    run: std::sync::Mutex<Running>,
+    /// Seconds spent in the native simulation so far.
+    run_s: f64,
+}
+
+impl PySimRun {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Running> {
+        // A panic inside a run poisons the lock; the state is still readable for partial results.
+        self.run.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[pymethods]
+impl PySimRun {
+    /// Builds the run from a resolved scenario dict (errors name the field).
+    #[new]
+    fn new(spec: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let s = scenario(spec)?;
+        let run = Running::new(&s).map_err(|e| LeoguardError::new_err(e.to_string()))?;
+        Ok(PySimRun { run: std::sync::Mutex::new(run), run_s: 0.0 })
+    }
+
+    /// Runs up to `until_s` simulated seconds (capped at the end); the GIL is released meanwhile.
+    fn advance(&mut self, py: Python<'_>, until_s: f64) -> PyResult<()> {
+        let until = secs("until_s", until_s)?;
+        // Timing lives here, in the binding, not in the simulator: the engine has no clock of its own.
+        let t0 = std::time::Instant::now();
+        let mut guard = self.lock();
+        let run: &mut Running = &mut guard;
+        py.allow_threads(|| run.advance(Instant(until.as_nanos())));
+        drop(guard);
+        self.run_s += t0.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// Simulated seconds so far.
+    #[getter]
+    fn now_s(&self) -> f64 {
+        self.lock().now().as_nanos() as f64 / 1e9
+    }
+
+    /// The scenario's duration, seconds.
+    #[getter]
+    fn end_s(&self) -> f64 {
+        self.lock().end().as_nanos() as f64 / 1e9
+    }
+
+    /// Whether the run reached its end.
+    #[getter]
+    fn finished(&self) -> bool {
+        self.lock().finished()
+    }
+
+    /// Packet-hops so far.
+    #[getter]
+    fn packet_hops(&self) -> u64 {
+        self.lock().packet_hops()
+    }
+
+    /// The results so far as columns.
+    fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut guard = self.lock();
+        let run: &mut Running = &mut guard;
+        let r = py.allow_threads(move || run.collect());
+        result_dict(py, &r, self.run_s)
+    }
+}
+
+/// Runs a resolved scenario dict to its end and returns its results as columns.
 #[pyfunction]
 fn simulate<'py>(py: Python<'py>, spec: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
-    let s = scenario(spec)?;
-    // Timing lives here, in the binding, not in the simulator: the engine has no clock of its own.
-    let t0 = std::time::Instant::now();
-    let r = py.allow_threads(|| run(&s)).map_err(|e| LeoguardError::new_err(e.to_string()))?;
-    let run_s = t0.elapsed().as_secs_f64();
+    let mut run = PySimRun::new(spec)?;
+    let end = run.end_s();
+    run.advance(py, end)?;
+    run.results(py)
+}
+
+fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     out.set_item("run_s", run_s)?;
+    out.set_item("simulated_s", r.simulated_ns as f64 / 1e9)?;
+    out.set_item("topology_error", r.topology_error.clone())?;
     let flows = PyList::empty(py);
     for f in &r.flows {
         let d = PyDict::new(py);
@@ -225,6 +376,17 @@ fn simulate<'py>(py: Python<'py>, spec: &Bound<'py, PyDict>) -> PyResult<Bound<'
     drops.set_item("to_node", dr.iter().map(|x| x.link.map(|l| l.1)).collect::<Vec<_>>())?;
     drops.set_item("reason", dr.iter().map(|x| x.reason).collect::<Vec<_>>())?;
     out.set_item("drops", drops)?;
+    let ls = PyDict::new(py);
+    let lr = &r.link_series;
+    ls.set_item("t_ns", PyArray1::from_vec(py, lr.iter().map(|x| x.t_ns).collect::<Vec<_>>()))?;
+    ls.set_item("from_node", PyArray1::from_vec(py, lr.iter().map(|x| x.from).collect::<Vec<_>>()))?;
+    ls.set_item("to_node", PyArray1::from_vec(py, lr.iter().map(|x| x.to).collect::<Vec<_>>()))?;
+    ls.set_item("bytes", PyArray1::from_vec(py, lr.iter().map(|x| x.bytes).collect::<Vec<_>>()))?;
+    ls.set_item("rate_bps", PyArray1::from_vec(py, lr.iter().map(|x| x.rate_bps).collect::<Vec<_>>()))?;
+    ls.set_item("queue_bytes", PyArray1::from_vec(py, lr.iter().map(|x| x.queue_bytes).collect::<Vec<_>>()))?;
+    ls.set_item("drops", PyArray1::from_vec(py, lr.iter().map(|x| x.drops).collect::<Vec<_>>()))?;
+    ls.set_item("up", PyArray1::from_vec(py, lr.iter().map(|x| x.up).collect::<Vec<_>>()))?;
+    out.set_item("link_series", ls)?;
     out.set_item("packet_hops", r.packet_hops)?;
     Ok(out)
 }
@@ -232,6 +394,7 @@ fn simulate<'py>(py: Python<'py>, spec: &Bound<'py, PyDict>) -> PyResult<Bound<'
 /// Adds the simulator functions to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_class::<PySimRun>()?;
     m.add("CONGESTION_CONTROLS", leoguard_proto::cc::ALGORITHMS.to_vec())?;
     Ok(())
 }

@@ -21,7 +21,7 @@ pub struct PacketId(pub u32);
 pub struct LinkId(pub u32);
 
 /// Index of a node.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NodeId(pub u32);
 
 /// A packet as the simulator sees it: a plain struct, reused through the pool.
@@ -111,13 +111,17 @@ pub enum Event {
         /// Link epoch at departure (a link that went down since has lost the packet).
         epoch: u32,
     },
-    /// A timer of a node's agent fired.
+    /// A timer of an agent fired.
     Timer {
-        /// The node.
-        node: NodeId,
+        /// The agent (index in the simulator's agent table).
+        agent: u32,
         /// Agent-defined token.
         token: u64,
     },
+    /// The topology driver's next update is due (orbit-driven routes and delays).
+    Drive,
+    /// Per-link statistics are sampled.
+    Sample,
     /// A batch of control actions (e.g. a routing step's new routes and delays) held by the simulator.
     Control {
         /// Index into the simulator's control table.
@@ -538,12 +542,12 @@ mod tests {
     fn equal_times_pop_in_insertion_order() {
         let mut q = EventQueue::default();
         for k in 0..100u64 {
-            q.push(Instant(5), Event::Timer { node: NodeId(0), token: k });
+            q.push(Instant(5), Event::Timer { agent: 0, token: k });
         }
-        q.push(Instant(1), Event::Timer { node: NodeId(0), token: 1000 });
-        assert_eq!(q.pop().unwrap().1, Event::Timer { node: NodeId(0), token: 1000 });
+        q.push(Instant(1), Event::Timer { agent: 0, token: 1000 });
+        assert_eq!(q.pop().unwrap().1, Event::Timer { agent: 0, token: 1000 });
         for k in 0..100u64 {
-            assert_eq!(q.pop().unwrap().1, Event::Timer { node: NodeId(0), token: k });
+            assert_eq!(q.pop().unwrap().1, Event::Timer { agent: 0, token: k });
         }
     }
 

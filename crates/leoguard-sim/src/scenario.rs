@@ -2,9 +2,10 @@
 //! returns the results as columns: per-flow summaries, per-flow time series, per-packet records and
 //! per-link counters. The Python front builds this from TOML; tests build it directly.
 
+use crate::constellation::{ConstellationTopo, TopoError};
 use crate::engine::{LinkId, NodeId, QueueLimit};
 use crate::loss::{LossError, LossSpec};
-use crate::sim::{CbrSource, Sim, Sink};
+use crate::sim::{AgentId, CbrSource, Control, Sim, Sink};
 use crate::tcp_agent::{TcpSink, TcpSource};
 use leoguard_core::{Bps, Duration, Instant};
 use leoguard_proto::cc;
@@ -73,8 +74,22 @@ pub struct LinkEvent {
     pub up: bool,
 }
 
+/// A scheduled route change: from `at` on, node `node` sends traffic for `dst` over link `link` (in
+/// the direction leaving `node`); `link: None` removes the route.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RouteEvent {
+    /// When.
+    pub at: Instant,
+    /// Forwarding node.
+    pub node: u32,
+    /// Destination node.
+    pub dst: u32,
+    /// Index into the scenario's links, or None.
+    pub link: Option<usize>,
+}
+
 /// A whole scenario.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Scenario {
     /// Number of nodes (ids 0..nodes).
     pub nodes: u32,
@@ -84,6 +99,8 @@ pub struct Scenario {
     pub flows: Vec<FlowSpec>,
     /// Scheduled link state changes.
     pub events: Vec<LinkEvent>,
+    /// Scheduled route changes (after the initial shortest-hop routes).
+    pub routes: Vec<RouteEvent>,
     /// Simulated time.
     pub duration: Duration,
     /// Run seed.
@@ -92,6 +109,10 @@ pub struct Scenario {
     pub sample_every: Duration,
     /// A LEO path from the constellation engine instead of `links` (ground ends are nodes 0 and 1).
     pub leo: Option<crate::leo::LeoPath>,
+    /// A whole constellation instead of `links`.
+    pub constellation: Option<ConstellationTopo>,
+    /// Sampling interval of the per-link series (zero: none).
+    pub link_sample_every: Duration,
 }
 
 /// A scenario that cannot run; the message names the field.
@@ -110,6 +131,9 @@ pub enum ScenarioError {
     /// The LEO path is invalid.
     #[error(transparent)]
     Leo(#[from] crate::leo::LeoError),
+    /// The constellation topology is invalid.
+    #[error(transparent)]
+    Topo(#[from] TopoError),
     /// A loss model is invalid.
     #[error("{field}: {source}")]
     Loss {
@@ -181,6 +205,27 @@ pub struct PacketRow {
     pub hops: u16,
 }
 
+/// One sample of a directed link's activity (links without traffic, queue or drops are left out).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkSeriesRow {
+    /// End of the sampling interval, ns.
+    pub t_ns: u64,
+    /// Sending node.
+    pub from: u32,
+    /// Receiving node.
+    pub to: u32,
+    /// Bytes delivered during the interval.
+    pub bytes: u64,
+    /// Link capacity, bit/s (utilisation = bytes x 8 / (rate x interval)).
+    pub rate_bps: u64,
+    /// Bytes queued at the sample instant.
+    pub queue_bytes: u64,
+    /// Drops during the interval.
+    pub drops: u64,
+    /// Link state at the sample instant.
+    pub up: bool,
+}
+
 /// Totals of one directed link.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LinkRow {
@@ -222,8 +267,14 @@ pub struct RunResult {
     pub links: Vec<LinkRow>,
     /// Every drop.
     pub drops: Vec<DropRow>,
+    /// Per-link activity over time.
+    pub link_series: Vec<LinkSeriesRow>,
     /// Packet-hops processed (links crossed).
     pub packet_hops: u64,
+    /// Simulated time the results cover, ns (less than the duration if the run was stopped early).
+    pub simulated_ns: u64,
+    /// A problem that stopped the topology from changing (e.g. a TLE that could not be propagated).
+    pub topology_error: Option<String>,
 }
 
 impl Scenario {
@@ -240,6 +291,19 @@ impl Scenario {
             }
             if self.nodes as usize != leo.node_count() {
                 return Err(invalid("nodes".into(), self.nodes, "must equal the LEO path's node count"));
+            }
+        }
+        if let Some(c) = &self.constellation {
+            c.validate()?;
+            if self.leo.is_some() || !self.links.is_empty() || !self.events.is_empty() || !self.routes.is_empty() {
+                return Err(invalid(
+                    "links".into(),
+                    self.links.len(),
+                    "a constellation scenario takes its links and routes from the constellation",
+                ));
+            }
+            if self.nodes as usize != c.node_count() {
+                return Err(invalid("nodes".into(), self.nodes, "must equal the constellation's node count"));
             }
         }
         if self.nodes < 2 {
@@ -302,6 +366,17 @@ impl Scenario {
                 return Err(invalid(format!("events[{i}].link"), e.link, "is not a link index"));
             }
         }
+        for (i, r) in self.routes.iter().enumerate() {
+            if r.node >= self.nodes || r.dst >= self.nodes {
+                return Err(invalid(format!("routes[{i}]"), format!("{} -> {}", r.node, r.dst), "not a node"));
+            }
+            if let Some(l) = r.link {
+                let ok = self.links.get(l).is_some_and(|x| x.a == r.node || x.b == r.node);
+                if !ok {
+                    return Err(invalid(format!("routes[{i}].link"), l, "is not a link index with an end at node"));
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -329,71 +404,130 @@ fn route_all(sim: &mut Sim, nodes: u32, dirs: &[(u32, u32, LinkId)]) {
     }
 }
 
-/// Runs a scenario.
+/// Runs a scenario to its end.
 pub fn run(s: &Scenario) -> Result<RunResult, ScenarioError> {
-    s.validate()?;
-    let mut sim = Sim::new(s.nodes as usize, s.seed);
-    if let Some(leo) = &s.leo {
-        leo.install(&mut sim)?;
-    }
-    let mut dirs = Vec::new();
-    let mut pairs = Vec::new();
-    for l in &s.links {
-        let ab = sim.add_link(NodeId(l.a), NodeId(l.b), l.rate, l.delay, l.queue);
-        let ba = sim.add_link(NodeId(l.b), NodeId(l.a), l.rate, l.delay, l.queue);
-        for (id, spec) in [(ab, &l.loss_ab), (ba, &l.loss_ba)] {
-            if *spec != LossSpec::None {
-                let m = spec.build().map_err(|source| ScenarioError::Loss { field: "links".into(), source })?;
-                sim.link_mut(id).set_loss(m);
-            }
-        }
-        dirs.push((l.a, l.b, ab));
-        dirs.push((l.b, l.a, ba));
-        pairs.push((ab, ba));
-    }
-    route_all(&mut sim, s.nodes, &dirs);
-    for e in &s.events {
-        let (ab, ba) = pairs[e.link];
-        sim.schedule_link_state(e.at, ab, e.up);
-        sim.schedule_link_state(e.at, ba, e.up);
-    }
-    let cfg = TcpConfig::default();
-    // One agent per node in this version: each flow end needs a node of its own.
-    let mut used = vec![false; s.nodes as usize];
-    for (i, f) in s.flows.iter().enumerate() {
-        for n in [f.src, f.dst] {
-            if used[n as usize] {
-                return Err(invalid(format!("flows[{i}]"), n, "each node hosts at most one flow end in this version"));
-            }
-            used[n as usize] = true;
-        }
-        let flow = i as u32;
-        match &f.kind {
-            FlowKind::Tcp { cc: name, bytes } => {
-                let c = cc::build(name, u64::from(cfg.mss), cfg.init_cwnd_segments)
-                    .map_err(|_| invalid(format!("flows[{i}].cc"), name, "unknown congestion control"))?;
-                let mut src = TcpSource::new(flow, NodeId(f.dst), TcpSender::new(cfg, c, *bytes), s.sample_every);
-                src.start_at = f.start;
-                sim.attach(NodeId(f.src), Box::new(src));
-                sim.attach(NodeId(f.dst), Box::new(TcpSink::new(flow, NodeId(f.src), TcpReceiver::new(cfg), true)));
-            }
-            FlowKind::Cbr { rate, size } => {
-                let interval = rate.transmission_time(leoguard_core::Bytes(u64::from(*size))).unwrap_or(Duration::ZERO);
-                let until = s.duration.as_nanos().saturating_sub(f.start.as_nanos());
-                let count = if interval.as_nanos() == 0 { 0 } else { until / interval.as_nanos() };
-                let src = CbrSource { flow, dst: NodeId(f.dst), size: *size, interval, count, sent: 0, start: f.start };
-                sim.attach(NodeId(f.src), Box::new(src));
-                sim.attach(NodeId(f.dst), Box::<Sink>::default());
-            }
-        }
-    }
-    let end = Instant(s.duration.as_nanos());
-    sim.run(end);
-    Ok(collect(s, &sim, end))
+    let mut r = Running::new(s)?;
+    r.advance(r.end());
+    Ok(r.collect())
 }
 
-fn collect(s: &Scenario, sim: &Sim, end: Instant) -> RunResult {
-    let mut r = RunResult::default();
+/// A scenario being run: advance it in slices (for progress reports) and collect the results at any
+/// point (a run stopped early keeps what it has).
+#[derive(Debug)]
+pub struct Running {
+    s: Scenario,
+    sim: Sim,
+    /// Per flow: (sender agent, receiver agent).
+    ends: Vec<(AgentId, AgentId)>,
+    end: Instant,
+}
+
+impl Running {
+    /// Builds the network, flows and schedules of `s`.
+    pub fn new(s: &Scenario) -> Result<Running, ScenarioError> {
+        s.validate()?;
+        let mut sim = Sim::new(s.nodes as usize, s.seed);
+        if let Some(leo) = &s.leo {
+            leo.install(&mut sim)?;
+        }
+        if let Some(c) = &s.constellation {
+            let ends: Vec<u32> = s.flows.iter().flat_map(|f| [f.src, f.dst]).collect();
+            c.install(&mut sim, &ends)?;
+        }
+        let mut dirs = Vec::new();
+        let mut pairs = Vec::new();
+        for (i, l) in s.links.iter().enumerate() {
+            let ab = sim.add_link(NodeId(l.a), NodeId(l.b), l.rate, l.delay, l.queue);
+            let ba = sim.add_link(NodeId(l.b), NodeId(l.a), l.rate, l.delay, l.queue);
+            for (id, spec, dir) in [(ab, &l.loss_ab, "loss"), (ba, &l.loss_ba, "loss_reverse")] {
+                if *spec != LossSpec::None {
+                    let m = spec
+                        .build()
+                        .map_err(|source| ScenarioError::Loss { field: format!("links[{i}].{dir}"), source })?;
+                    sim.link_mut(id).set_loss(m);
+                }
+            }
+            dirs.push((l.a, l.b, ab));
+            dirs.push((l.b, l.a, ba));
+            pairs.push((ab, ba));
+        }
+        route_all(&mut sim, s.nodes, &dirs);
+        for e in &s.events {
+            let (ab, ba) = pairs[e.link];
+            sim.schedule_link_state(e.at, ab, e.up);
+            sim.schedule_link_state(e.at, ba, e.up);
+        }
+        for r in &s.routes {
+            let via = r.link.map(|l| if s.links[l].a == r.node { pairs[l].0 } else { pairs[l].1 });
+            sim.schedule_controls(r.at, vec![Control::Route { at: NodeId(r.node), dst: NodeId(r.dst), via }]);
+        }
+        sim.sample_links(s.link_sample_every);
+        let cfg = TcpConfig::default();
+        let mut ends = Vec::with_capacity(s.flows.len());
+        for (i, f) in s.flows.iter().enumerate() {
+            let flow = i as u32;
+            let (src, dst): (Box<dyn crate::sim::Agent>, Box<dyn crate::sim::Agent>) = match &f.kind {
+                FlowKind::Tcp { cc: name, bytes } => {
+                    let c = cc::build(name, u64::from(cfg.mss), cfg.init_cwnd_segments)
+                        .map_err(|_| invalid(format!("flows[{i}].cc"), name, "unknown congestion control"))?;
+                    let mut src = TcpSource::new(flow, NodeId(f.dst), TcpSender::new(cfg, c, *bytes), s.sample_every);
+                    src.start_at = f.start;
+                    (Box::new(src), Box::new(TcpSink::new(flow, NodeId(f.src), TcpReceiver::new(cfg), true)))
+                }
+                FlowKind::Cbr { rate, size } => {
+                    let interval =
+                        rate.transmission_time(leoguard_core::Bytes(u64::from(*size))).unwrap_or(Duration::ZERO);
+                    let until = s.duration.as_nanos().saturating_sub(f.start.as_nanos());
+                    let count = if interval.as_nanos() == 0 { 0 } else { until / interval.as_nanos() };
+                    let src =
+                        CbrSource { flow, dst: NodeId(f.dst), size: *size, interval, count, sent: 0, start: f.start };
+                    (Box::new(src), Box::<Sink>::default())
+                }
+            };
+            ends.push((sim.attach_flow(NodeId(f.src), flow, src), sim.attach_flow(NodeId(f.dst), flow, dst)));
+        }
+        let end = Instant(s.duration.as_nanos());
+        Ok(Running { s: s.clone(), sim, ends, end })
+    }
+
+    /// The end of the run.
+    pub fn end(&self) -> Instant {
+        self.end
+    }
+
+    /// Simulated time so far.
+    pub fn now(&self) -> Instant {
+        self.sim.net.now
+    }
+
+    /// Runs up to `until` (capped at the end).
+    pub fn advance(&mut self, until: Instant) {
+        self.sim.run(until.min(self.end));
+    }
+
+    /// Whether the run has reached its end.
+    pub fn finished(&self) -> bool {
+        self.sim.net.now >= self.end
+    }
+
+    /// Packet-hops so far.
+    pub fn packet_hops(&self) -> u64 {
+        self.sim.net.links.iter().map(|l| l.stats.delivered).sum()
+    }
+
+    /// The results up to now.
+    pub fn collect(&self) -> RunResult {
+        collect(&self.s, &self.sim, &self.ends, self.sim.net.now)
+    }
+}
+
+fn agent<T: 'static>(sim: &Sim, id: AgentId) -> &T {
+    sim.agent_by_id(id).and_then(|a| a.as_any().downcast_ref()).expect("attached by Running::new")
+}
+
+fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], end: Instant) -> RunResult {
+    let mut r = RunResult { simulated_ns: end.as_nanos(), ..Default::default() };
+    r.topology_error = sim.driver().and_then(|d| d.error());
     let mut lost_by_flow = vec![0u64; s.flows.len()];
     for d in &sim.drops {
         if let Some(c) = lost_by_flow.get_mut(d.packet.flow as usize) {
@@ -418,10 +552,8 @@ fn collect(s: &Scenario, sim: &Sim, end: Instant) -> RunResult {
         let mut fr = FlowResult::default();
         match &f.kind {
             FlowKind::Tcp { .. } => {
-                let src: &TcpSource =
-                    sim.agent(NodeId(f.src)).and_then(|a| a.as_any().downcast_ref()).expect("attached above");
-                let dst: &TcpSink =
-                    sim.agent(NodeId(f.dst)).and_then(|a| a.as_any().downcast_ref()).expect("attached above");
+                let src: &TcpSource = agent(sim, ends[i].0);
+                let dst: &TcpSink = agent(sim, ends[i].1);
                 fr.delivered_bytes = dst.tcp.delivered;
                 fr.retransmissions = src.tcp.stats.retransmissions;
                 fr.rtos = src.tcp.stats.rtos;
@@ -450,10 +582,8 @@ fn collect(s: &Scenario, sim: &Sim, end: Instant) -> RunResult {
                 }
             }
             FlowKind::Cbr { .. } => {
-                let src: &CbrSource =
-                    sim.agent(NodeId(f.src)).and_then(|a| a.as_any().downcast_ref()).expect("attached above");
-                let dst: &Sink =
-                    sim.agent(NodeId(f.dst)).and_then(|a| a.as_any().downcast_ref()).expect("attached above");
+                let src: &CbrSource = agent(sim, ends[i].0);
+                let dst: &Sink = agent(sim, ends[i].1);
                 fr.packets_sent = src.sent;
                 fr.delivered_bytes = dst.received.len() as u64
                     * u64::from(match f.kind {
@@ -482,6 +612,19 @@ fn collect(s: &Scenario, sim: &Sim, end: Instant) -> RunResult {
             fr.endpoint_loss = 0.0;
         }
         r.flows.push(fr);
+    }
+    for x in &sim.link_samples {
+        let l = &sim.net.links[x.link.0 as usize];
+        r.link_series.push(LinkSeriesRow {
+            t_ns: x.t.as_nanos(),
+            from: l.from.0,
+            to: l.to.0,
+            bytes: x.bytes,
+            rate_bps: l.rate.0,
+            queue_bytes: x.queue_bytes,
+            drops: x.drops,
+            up: x.up,
+        });
     }
     for l in &sim.net.links {
         let st = l.stats;
@@ -514,6 +657,9 @@ mod tests {
             seed: 1,
             sample_every: Duration::from_millis(100),
             leo: None,
+            routes: vec![],
+            constellation: None,
+            link_sample_every: Duration::from_millis(100),
         }
     }
 
@@ -544,6 +690,83 @@ mod tests {
         let mut t = s.clone();
         t.seed = 2;
         assert_ne!(run(&s).unwrap().drops, run(&t).unwrap().drops);
+    }
+
+    fn link(a: u32, b: u32, mbps: u64, ms: u64) -> LinkSpec {
+        LinkSpec {
+            a,
+            b,
+            rate: Bps::mbps(mbps),
+            delay: Duration::from_millis(ms),
+            queue: QueueLimit::Packets(100),
+            loss_ab: LossSpec::None,
+            loss_ba: LossSpec::None,
+        }
+    }
+
+    #[test]
+    fn several_flows_share_nodes_and_a_bottleneck() {
+        // Two CUBIC flows and one CBR flow, all from node 0 to node 2 over a 20 Mbit/s bottleneck.
+        let mut s = two_node(LossSpec::None, FlowKind::Tcp { cc: "cubic".into(), bytes: None });
+        s.nodes = 3;
+        s.links = vec![link(0, 1, 100, 1), link(1, 2, 20, 10)];
+        s.duration = Duration::from_secs(20);
+        let tcp = |start| FlowSpec { src: 0, dst: 2, kind: FlowKind::Tcp { cc: "cubic".into(), bytes: None }, start };
+        s.flows = vec![
+            tcp(Instant::ZERO),
+            tcp(Instant(1_000_000_000)),
+            FlowSpec { src: 0, dst: 2, kind: FlowKind::Cbr { rate: Bps::mbps(2), size: 1000 }, start: Instant::ZERO },
+        ];
+        let r = run(&s).unwrap();
+        let (a, b) = (r.flows[0].goodput_bps, r.flows[1].goodput_bps);
+        assert!(a > 4e6 && b > 4e6, "both TCP flows get a share: {a} {b}");
+        assert!(a + b + r.flows[2].goodput_bps <= 20e6);
+        // The bottleneck's series: close to full while loaded, never above capacity.
+        let series: Vec<_> = r.link_series.iter().filter(|x| (x.from, x.to) == (1, 2) && x.t_ns > 5e9 as u64).collect();
+        assert!(!series.is_empty());
+        for x in &series {
+            // Arrivals are counted whole, so an interval may hold one packet more than its capacity.
+            let util = x.bytes as f64 * 8.0 / (x.rate_bps as f64 * 0.1);
+            let slack = 1500.0 * 8.0 / (x.rate_bps as f64 * 0.1);
+            assert!((0.8..=1.0 + slack).contains(&util), "utilisation {util} at {}", x.t_ns);
+        }
+    }
+
+    #[test]
+    fn route_events_switch_between_two_paths() {
+        // 0 -> 1 directly (5 ms) or via node 2 (2 x 20 ms); the route flips to the long path at 1 s
+        // and back at 2 s (StarTCP's two-path experiment in miniature).
+        let mut s = two_node(LossSpec::None, FlowKind::Cbr { rate: Bps::mbps(1), size: 1250 });
+        s.nodes = 3;
+        s.links = vec![link(0, 1, 100, 5), link(0, 2, 100, 20), link(2, 1, 100, 20)];
+        s.duration = Duration::from_secs(3);
+        let at = |t: u64, link| RouteEvent { at: Instant(t * 1_000_000_000), node: 0, dst: 1, link: Some(link) };
+        s.routes = vec![at(1, 1), at(2, 0)];
+        let r = run(&s).unwrap();
+        let owd = |p: &PacketRow| (p.received_ns - p.sent_ns) / 1_000_000;
+        for p in &r.packets {
+            let expect = if (1_000_000_000..2_000_000_000).contains(&p.sent_ns) { 40 } else { 5 };
+            assert_eq!(owd(p), expect, "sent at {}", p.sent_ns);
+        }
+        assert_eq!(r.packets.len(), 300);
+        s.routes[0].link = Some(2); // link 2 has no end at node 0
+        assert!(run(&s).unwrap_err().to_string().contains("routes[0].link"));
+    }
+
+    #[test]
+    fn a_run_in_slices_equals_one_run_and_partial_results_are_consistent() {
+        let s = two_node(LossSpec::Bernoulli { p: 0.01 }, FlowKind::Tcp { cc: "bbr".into(), bytes: None });
+        let whole = run(&s).unwrap();
+        let mut r = Running::new(&s).unwrap();
+        let mut t = 0;
+        while !r.finished() {
+            t += 700_000_000;
+            r.advance(Instant(t));
+            let part = r.collect();
+            assert_eq!(part.simulated_ns, t.min(10_000_000_000));
+            assert!(part.flows[0].delivered_bytes <= whole.flows[0].delivered_bytes);
+        }
+        assert_eq!(r.collect(), whole);
     }
 
     #[test]

@@ -1,17 +1,38 @@
 //! Nodes, forwarding and agents on top of the link [`Network`]: the simulator's main loop.
 //!
-//! Hosts run agents: sans-IO endpoints that receive `now` and packets and answer through a [`Ctx`]
-//! (send a packet, arm a timer). Every node forwards by a static next-hop table; the orbit-driven
-//! route updates of issue 3 replace these tables at routing-step boundaries.
+//! Endpoints are sans-IO agents: they receive `now` and packets and answer through a [`Ctx`] (send a
+//! packet, arm a timer). A node may host any number of endpoints, one per flow end (packets are
+//! delivered by (destination node, flow)), plus one node-wide agent for everything else, plus one
+//! per-hop mechanism (a *hook*: an in-network scheme such as link-local retransmission) that sees every
+//! packet arriving at or leaving the node over a link. Nodes forward by next-hop tables that scheduled
+//! [`Control`]s or a topology [`Driver`] (the orbit-driven routing of a constellation) change during
+//! the run.
 
 use crate::engine::{DropReason, Event, Link, LinkId, LinkOutput, Network, NodeId, Packet, PacketId, QueueLimit};
 use leoguard_core::{stream, Bps, Duration, Instant};
+
+/// Index of an agent (endpoint or hook) in the simulator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AgentId(pub u32);
+
+/// How a packet produced by an agent leaves it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SendKind {
+    /// Routed from the agent's node (an endpoint's send passes the node's hook on the way out).
+    Routed,
+    /// Straight onto a link of the node, bypassing routing and hooks (link-local traffic).
+    OnLink(LinkId),
+    /// Handed on at the node as if it had just arrived and passed the hook (a hook releasing a
+    /// packet it held back): delivered if addressed to the node, else forwarded.
+    Resume,
+}
 
 /// What an agent may do in response to an event.
 #[derive(Debug, Default)]
 pub struct Ctx {
     now: Instant,
-    sends: Vec<Packet>,
+    node: NodeId,
+    sends: Vec<(Packet, SendKind)>,
     timers: Vec<(Instant, u64)>,
 }
 
@@ -21,9 +42,24 @@ impl Ctx {
         self.now
     }
 
-    /// Sends a packet from this node (routed by the node's table).
+    /// The node the agent runs on.
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+
+    /// Sends a packet from this node, routed by the node's table.
     pub fn send(&mut self, p: Packet) {
-        self.sends.push(p);
+        self.sends.push((p, SendKind::Routed));
+    }
+
+    /// Puts a packet directly on `link` (which must leave this node), bypassing routing and hooks.
+    pub fn send_on(&mut self, link: LinkId, p: Packet) {
+        self.sends.push((p, SendKind::OnLink(link)));
+    }
+
+    /// (Hooks) hands a held packet on at this node as if it had just arrived and passed the hook.
+    pub fn resume(&mut self, p: Packet) {
+        self.sends.push((p, SendKind::Resume));
     }
 
     /// Arms a timer that calls `on_timer(token)` at `at`.
@@ -32,16 +68,27 @@ impl Ctx {
     }
 }
 
-/// A sans-IO endpoint hosted on a node.
-pub trait Agent: std::fmt::Debug + std::any::Any {
+/// A sans-IO endpoint or per-hop mechanism hosted on a node.
+pub trait Agent: std::fmt::Debug + std::any::Any + Send {
     /// Itself as `Any`, so callers can read a concrete agent's results after a run.
     fn as_any(&self) -> &dyn std::any::Any;
-    /// Called once at time zero.
+    /// Called once when the run starts.
     fn start(&mut self, ctx: &mut Ctx);
-    /// A packet addressed to this node arrived.
+    /// A packet addressed to this endpoint arrived.
     fn on_packet(&mut self, p: &Packet, ctx: &mut Ctx);
     /// A timer armed by this agent fired.
     fn on_timer(&mut self, token: u64, ctx: &mut Ctx);
+    /// (Hooks) a packet arrived at the node over `link`, before delivery or forwarding. Return false
+    /// to take it out of the network (the hook consumed it or holds a copy to `resume` later).
+    fn on_arrive(&mut self, _link: LinkId, _p: &mut Packet, _ctx: &mut Ctx) -> bool {
+        true
+    }
+    /// (Hooks) a packet is about to leave the node over `link`. Return false to consume it.
+    fn on_depart(&mut self, _link: LinkId, _p: &mut Packet, _ctx: &mut Ctx) -> bool {
+        true
+    }
+    /// (Hooks) a link from or to the node changed state.
+    fn on_link_state(&mut self, _link: LinkId, _up: bool, _ctx: &mut Ctx) {}
 }
 
 /// One control action applied at a scheduled time.
@@ -72,6 +119,17 @@ pub enum Control {
     },
 }
 
+/// A source of topology changes computed as the run goes (e.g. the constellation's snapshot routing):
+/// at each of its update times it appends the changes to apply and says when it next wants to run.
+pub trait Driver: std::fmt::Debug + Send {
+    /// Appends the changes due at `now` to `out`; returns the next update time, if any.
+    fn step(&mut self, now: Instant, out: &mut Vec<Control>) -> Option<Instant>;
+    /// A problem that stopped the driver early (the topology then stays as it was).
+    fn error(&self) -> Option<String> {
+        None
+    }
+}
+
 /// A record of a dropped packet: where and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DropRecord {
@@ -85,29 +143,67 @@ pub struct DropRecord {
     pub reason: Option<DropReason>,
 }
 
+/// One sample of a link's activity over the last sampling interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkSample {
+    /// End of the interval.
+    pub t: Instant,
+    /// The link.
+    pub link: LinkId,
+    /// Bytes delivered to the far end during the interval.
+    pub bytes: u64,
+    /// Bytes queued at the sample instant.
+    pub queue_bytes: u64,
+    /// Packets dropped (queue, loss model, down) during the interval.
+    pub drops: u64,
+    /// Whether the link is up at the sample instant.
+    pub up: bool,
+}
+
+#[derive(Debug)]
+struct Slot {
+    node: NodeId,
+    agent: Option<Box<dyn Agent>>,
+}
+
 /// The simulator: nodes with next-hop tables and agents, over a [`Network`].
 #[derive(Debug, Default)]
 pub struct Sim {
     /// Links, events and packets.
     pub net: Network,
-    /// next_hop[node][destination] = link, if any.
-    next_hop: Vec<Vec<Option<LinkId>>>,
-    agents: Vec<Option<Box<dyn Agent>>>,
+    nodes: usize,
+    /// routes[dst][at] = link (allocated per destination on first use).
+    routes: Vec<Vec<Option<LinkId>>>,
+    agents: Vec<Slot>,
+    /// Node-wide endpoint of each node.
+    node_agent: Vec<Option<u32>>,
+    /// Per flow, the endpoints bound to it as (node, agent).
+    flow_agents: Vec<Vec<(NodeId, u32)>>,
+    /// Per-hop mechanism of each node.
+    hooks: Vec<Option<u32>>,
     /// Drops, in time order.
     pub drops: Vec<DropRecord>,
+    /// Link samples, in time order (only links with traffic, a queue or drops in the interval).
+    pub link_samples: Vec<LinkSample>,
+    sample_every: Option<Duration>,
+    last_counts: Vec<(u64, u64)>,
     ctx: Ctx,
     seed: u64,
     started: bool,
     lost: Vec<PacketId>,
     controls: Vec<Vec<Control>>,
+    driver: Option<Box<dyn Driver>>,
+    driver_out: Vec<Control>,
 }
 
 impl Sim {
     /// A simulator with `nodes` nodes and run seed `seed`.
     pub fn new(nodes: usize, seed: u64) -> Self {
         Sim {
-            next_hop: vec![vec![None; nodes]; nodes],
-            agents: (0..nodes).map(|_| None).collect(),
+            nodes,
+            routes: vec![Vec::new(); nodes],
+            node_agent: vec![None; nodes],
+            hooks: vec![None; nodes],
             seed,
             ..Default::default()
         }
@@ -115,7 +211,7 @@ impl Sim {
 
     /// Number of nodes.
     pub fn nodes(&self) -> usize {
-        self.agents.len()
+        self.nodes
     }
 
     /// Adds a one-way link with its own random stream `link/<from>-<to>/<index>`.
@@ -131,22 +227,96 @@ impl Sim {
 
     /// Sets node `at`'s next hop towards `dst`.
     pub fn route(&mut self, at: NodeId, dst: NodeId, via: LinkId) {
-        self.next_hop[at.0 as usize][dst.0 as usize] = Some(via);
+        self.set_route(at, dst, Some(via));
     }
 
-    /// Hosts an agent on a node.
-    pub fn attach(&mut self, node: NodeId, agent: Box<dyn Agent>) {
-        self.agents[node.0 as usize] = Some(agent);
+    fn set_route(&mut self, at: NodeId, dst: NodeId, via: Option<LinkId>) {
+        let column = &mut self.routes[dst.0 as usize];
+        if column.is_empty() {
+            if via.is_none() {
+                return;
+            }
+            column.resize(self.nodes, None);
+        }
+        column[at.0 as usize] = via;
     }
 
-    /// The agent on a node, for reading its results after a run.
+    /// The next hop of `at` towards `dst`.
+    pub fn next_hop(&self, at: NodeId, dst: NodeId) -> Option<LinkId> {
+        self.routes.get(dst.0 as usize).and_then(|c| c.get(at.0 as usize).copied().flatten())
+    }
+
+    fn add_agent(&mut self, node: NodeId, agent: Box<dyn Agent>) -> u32 {
+        self.agents.push(Slot { node, agent: Some(agent) });
+        (self.agents.len() - 1) as u32
+    }
+
+    /// Hosts a node-wide endpoint: it gets every packet addressed to the node that no flow endpoint
+    /// on the node claims. A second call replaces the first agent's delivery (it keeps its timers).
+    pub fn attach(&mut self, node: NodeId, agent: Box<dyn Agent>) -> AgentId {
+        let id = self.add_agent(node, agent);
+        self.node_agent[node.0 as usize] = Some(id);
+        AgentId(id)
+    }
+
+    /// Hosts the endpoint of flow `flow` on `node`: it gets the packets of that flow addressed to the
+    /// node. Each (node, flow) has at most one endpoint; binding it again replaces the delivery.
+    pub fn attach_flow(&mut self, node: NodeId, flow: u32, agent: Box<dyn Agent>) -> AgentId {
+        let id = self.add_agent(node, agent);
+        let f = flow as usize;
+        if self.flow_agents.len() <= f {
+            self.flow_agents.resize(f + 1, Vec::new());
+        }
+        let ends = &mut self.flow_agents[f];
+        ends.retain(|&(n, _)| n != node);
+        ends.push((node, id));
+        AgentId(id)
+    }
+
+    /// Hosts the node's per-hop mechanism (see [`Agent::on_arrive`] and [`Agent::on_depart`]).
+    pub fn attach_hook(&mut self, node: NodeId, agent: Box<dyn Agent>) -> AgentId {
+        let id = self.add_agent(node, agent);
+        self.hooks[node.0 as usize] = Some(id);
+        AgentId(id)
+    }
+
+    /// The node-wide endpoint of a node, for reading its results after a run.
     pub fn agent(&self, node: NodeId) -> Option<&dyn Agent> {
-        self.agents[node.0 as usize].as_deref()
+        self.node_agent[node.0 as usize].and_then(|id| self.agent_by_id(AgentId(id)))
+    }
+
+    /// An agent by id.
+    pub fn agent_by_id(&self, id: AgentId) -> Option<&dyn Agent> {
+        self.agents.get(id.0 as usize).and_then(|s| s.agent.as_deref())
+    }
+
+    /// Samples per-link activity every `every` into [`Sim::link_samples`] (call before running).
+    pub fn sample_links(&mut self, every: Duration) {
+        if every > Duration::ZERO && self.sample_every.is_none() {
+            self.sample_every = Some(every);
+            self.net.events.push(self.net.now + every, Event::Sample);
+        }
+    }
+
+    /// Installs the topology driver, first run at `first`.
+    pub fn set_driver(&mut self, driver: Box<dyn Driver>, first: Instant) {
+        self.driver = Some(driver);
+        self.net.events.push(first, Event::Drive);
+    }
+
+    /// The topology driver, for reading its state after a run.
+    pub fn driver(&self) -> Option<&dyn Driver> {
+        self.driver.as_deref()
     }
 
     /// Schedules a link state change (a handover interruption is a down at t and an up at t + d).
     pub fn schedule_link_state(&mut self, at: Instant, link: LinkId, up: bool) {
         self.schedule_controls(at, vec![Control::State { link, up }]);
+    }
+
+    /// Schedules a propagation-delay change.
+    pub fn schedule_link_delay(&mut self, at: Instant, link: LinkId, delay: Duration) {
+        self.schedule_controls(at, vec![Control::Delay { link, delay }]);
     }
 
     /// Schedules a batch of control actions at `at` (applied in order, as one event).
@@ -156,52 +326,145 @@ impl Sim {
         self.net.events.push(at, Event::Control { index });
     }
 
+    fn apply(&mut self, a: Control) {
+        match a {
+            Control::Route { at, dst, via } => self.set_route(at, dst, via),
+            Control::Delay { link, delay } => self.net.set_link_delay(link, delay),
+            Control::State { link, up } => self.set_state_now(link, up),
+        }
+    }
+
     fn apply_controls(&mut self, index: u32) {
         let actions = std::mem::take(&mut self.controls[index as usize]);
-        for a in &actions {
-            match *a {
-                Control::Route { at, dst, via } => self.next_hop[at.0 as usize][dst.0 as usize] = via,
-                Control::Delay { link, delay } => self.net.set_link_delay(link, delay),
-                Control::State { link, up } => self.set_state_now(link, up),
-            }
+        for &a in &actions {
+            self.apply(a);
+        }
+    }
+
+    fn drive(&mut self) {
+        let Some(mut d) = self.driver.take() else { return };
+        let mut out = std::mem::take(&mut self.driver_out);
+        let next = d.step(self.net.now, &mut out);
+        for a in out.drain(..) {
+            self.apply(a);
+        }
+        self.driver_out = out;
+        self.driver = Some(d);
+        if let Some(t) = next {
+            self.net.events.push(t.max(self.net.now), Event::Drive);
         }
     }
 
     fn set_state_now(&mut self, link: LinkId, up: bool) {
+        if self.net.links[link.0 as usize].up == up {
+            return;
+        }
         let mut lost = std::mem::take(&mut self.lost);
         self.net.set_link_state(link, up, &mut lost);
         for p in lost.drain(..) {
             self.record_drop(p, Some(link), Some(DropReason::Down));
         }
         self.lost = lost;
+        let (from, to) = (self.net.links[link.0 as usize].from, self.net.links[link.0 as usize].to);
+        for node in [from, to] {
+            if let Some(h) = self.hooks[node.0 as usize] {
+                self.with_agent(h, |a, c| a.on_link_state(link, up, c));
+            }
+        }
     }
 
-    /// Schedules a propagation-delay change.
-    pub fn schedule_link_delay(&mut self, at: Instant, link: LinkId, delay: Duration) {
-        self.schedule_controls(at, vec![Control::Delay { link, delay }]);
+    fn sample(&mut self) {
+        let Some(every) = self.sample_every else { return };
+        let now = self.net.now;
+        self.last_counts.resize(self.net.links.len(), (0, 0));
+        for (i, l) in self.net.links.iter().enumerate() {
+            let st = &l.stats;
+            let drops = st.drops_queue + st.drops_loss + st.drops_down;
+            let (b0, d0) = self.last_counts[i];
+            let (bytes, dropped) = (st.delivered_bytes - b0, drops - d0);
+            if bytes > 0 || dropped > 0 || l.queued_bytes() > 0 {
+                self.link_samples.push(LinkSample {
+                    t: now,
+                    link: LinkId(i as u32),
+                    bytes,
+                    queue_bytes: l.queued_bytes(),
+                    drops: dropped,
+                    up: l.up,
+                });
+            }
+            self.last_counts[i] = (st.delivered_bytes, drops);
+        }
+        self.net.events.push(now + every, Event::Sample);
     }
 
-    fn flush(&mut self, node: NodeId) {
+    fn flush(&mut self, agent: u32) {
+        let node = self.agents[agent as usize].node;
+        let is_hook = self.hooks[node.0 as usize] == Some(agent);
         let mut sends = std::mem::take(&mut self.ctx.sends);
-        for p in sends.drain(..) {
+        for (p, kind) in sends.drain(..) {
             let id = self.net.pool.alloc(p);
-            self.forward(node, id);
+            match kind {
+                SendKind::Routed => self.forward(node, id, !is_hook),
+                SendKind::OnLink(link) => self.put_on(link, id),
+                SendKind::Resume => self.handle_at(node, id),
+            }
         }
         self.ctx.sends = sends;
         for (at, token) in self.ctx.timers.drain(..) {
-            self.net.events.push(at.max(self.net.now), Event::Timer { node, token });
+            self.net.events.push(at.max(self.net.now), Event::Timer { agent, token });
         }
     }
 
-    fn forward(&mut self, at: NodeId, id: PacketId) {
-        let dst = self.net.pool.get(id).dst as usize;
-        match self.next_hop[at.0 as usize].get(dst).copied().flatten() {
-            Some(link) => {
-                if let LinkOutput::Dropped(p, reason) = self.net.send(link, id) {
-                    self.record_drop(p, Some(link), Some(reason));
-                }
-            }
-            None => self.record_drop(id, None, None),
+    fn put_on(&mut self, link: LinkId, id: PacketId) {
+        if let LinkOutput::Dropped(p, reason) = self.net.send(link, id) {
+            self.record_drop(p, Some(link), Some(reason));
+        }
+    }
+
+    /// Forwards a packet from `at`; `hook` says whether the node's hook sees it leave.
+    fn forward(&mut self, at: NodeId, id: PacketId, hook: bool) {
+        let dst = self.net.pool.get(id).dst;
+        let Some(link) = self.next_hop(at, NodeId(dst)) else {
+            self.record_drop(id, None, None);
+            return;
+        };
+        if hook && !self.pass_hook(at, id, |a, p, c| a.on_depart(link, p, c)) {
+            return;
+        }
+        self.put_on(link, id);
+    }
+
+    /// Shows packet `id` to the hook of `node` (if any); false if the hook took it (it is released).
+    fn pass_hook(
+        &mut self,
+        node: NodeId,
+        id: PacketId,
+        f: impl FnOnce(&mut dyn Agent, &mut Packet, &mut Ctx) -> bool,
+    ) -> bool {
+        let Some(h) = self.hooks[node.0 as usize] else { return true };
+        let mut p = *self.net.pool.get(id);
+        let mut keep = true;
+        self.with_agent(h, |a, c| keep = f(a, &mut p, c));
+        if keep {
+            *self.net.pool.get_mut(id) = p;
+        } else {
+            self.net.pool.release(id);
+        }
+        keep
+    }
+
+    /// A packet that passed the node's hook: delivered if addressed here, else forwarded.
+    fn handle_at(&mut self, node: NodeId, id: PacketId) {
+        let p = *self.net.pool.get(id);
+        if p.dst != node.0 {
+            self.forward(node, id, true);
+            return;
+        }
+        self.net.pool.release(id);
+        let by_flow = self.flow_agents.get(p.flow as usize).and_then(|e| e.iter().find(|x| x.0 == node)).map(|x| x.1);
+        match by_flow.or(self.node_agent[node.0 as usize]) {
+            Some(a) => self.with_agent(a, |ag, c| ag.on_packet(&p, c)),
+            None => self.drops.push(DropRecord { t: self.net.now, packet: p, link: None, reason: None }),
         }
     }
 
@@ -210,21 +473,24 @@ impl Sim {
         self.net.pool.release(p);
     }
 
-    fn with_agent(&mut self, node: NodeId, f: impl FnOnce(&mut dyn Agent, &mut Ctx)) {
-        if let Some(mut a) = self.agents[node.0 as usize].take() {
+    fn with_agent(&mut self, agent: u32, f: impl FnOnce(&mut dyn Agent, &mut Ctx)) {
+        let slot = &mut self.agents[agent as usize];
+        if let Some(mut a) = slot.agent.take() {
             self.ctx.now = self.net.now;
+            self.ctx.node = slot.node;
             f(a.as_mut(), &mut self.ctx);
-            self.agents[node.0 as usize] = Some(a);
-            self.flush(node);
+            self.agents[agent as usize].agent = Some(a);
+            self.flush(agent);
         }
     }
 
-    /// Runs until `end` (events at exactly `end` are processed) or until nothing is pending.
+    /// Runs until `end` (events at exactly `end` are processed) or until nothing is pending. Can be
+    /// called again with a later `end` to continue (a long run in slices).
     pub fn run(&mut self, end: Instant) {
         if !self.started {
             self.started = true;
-            for n in 0..self.agents.len() {
-                self.with_agent(NodeId(n as u32), |a, c| a.start(c));
+            for a in 0..self.agents.len() {
+                self.with_agent(a as u32, |a, c| a.start(c));
             }
         }
         while let Some(t) = self.net.events.peek_time() {
@@ -240,17 +506,15 @@ impl Sim {
                 Event::Arrive { link, pkt, epoch } => {
                     if let Some(p) = self.net.arrive(link, pkt, epoch) {
                         let node = self.net.links[link.0 as usize].to;
-                        if self.net.pool.get(p).dst == node.0 {
-                            let packet = *self.net.pool.get(p);
-                            self.net.pool.release(p);
-                            self.with_agent(node, |a, c| a.on_packet(&packet, c));
-                        } else {
-                            self.forward(node, p);
+                        if self.pass_hook(node, p, |a, pk, c| a.on_arrive(link, pk, c)) {
+                            self.handle_at(node, p);
                         }
                     }
                 }
-                Event::Timer { node, token } => self.with_agent(node, |a, c| a.on_timer(token, c)),
+                Event::Timer { agent, token } => self.with_agent(agent, |a, c| a.on_timer(token, c)),
                 Event::Control { index } => self.apply_controls(index),
+                Event::Drive => self.drive(),
+                Event::Sample => self.sample(),
             }
         }
         // The clock stands at `end` afterwards (no event before it is left unprocessed).
@@ -432,6 +696,71 @@ mod tests {
         seqs.extend(&lost);
         seqs.sort_unstable();
         assert_eq!(seqs, (0..300).collect::<Vec<_>>(), "every packet exactly once: delivered or lost");
+    }
+
+    /// A per-hop mechanism for the test: drops every tenth packet, holds the next one for 2.5 ms and
+    /// marks everything it lets leave.
+    #[derive(Debug, Default)]
+    struct TestHook {
+        held: Vec<Packet>,
+        consumed: u64,
+        departed: u64,
+        link_events: Vec<(LinkId, bool)>,
+    }
+
+    impl Agent for TestHook {
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+        fn start(&mut self, _ctx: &mut Ctx) {}
+        fn on_packet(&mut self, _p: &Packet, _ctx: &mut Ctx) {}
+        fn on_timer(&mut self, _token: u64, ctx: &mut Ctx) {
+            let p = self.held.remove(0);
+            ctx.resume(p);
+        }
+        fn on_arrive(&mut self, _link: LinkId, p: &mut Packet, ctx: &mut Ctx) -> bool {
+            match p.seq % 10 {
+                0 => {
+                    self.consumed += 1;
+                    false
+                }
+                1 => {
+                    self.held.push(*p);
+                    ctx.timer(ctx.now() + Duration::from_micros(2500), 0);
+                    false
+                }
+                _ => true,
+            }
+        }
+        fn on_depart(&mut self, _link: LinkId, p: &mut Packet, _ctx: &mut Ctx) -> bool {
+            self.departed += 1;
+            p.flags |= 0x100;
+            true
+        }
+        fn on_link_state(&mut self, link: LinkId, up: bool, _ctx: &mut Ctx) {
+            self.link_events.push((link, up));
+        }
+    }
+
+    #[test]
+    fn a_hook_sees_arrivals_and_departures_and_can_hold_or_consume() {
+        let (mut sim, fwd) = chain(2, Bps::mbps(100), Duration::from_millis(1), QueueLimit::Packets(100), 5);
+        sim.attach(NodeId(0), cbr(2, 100, 1000, 100));
+        let sink = sim.attach(NodeId(2), Box::<Sink>::default());
+        let hook = sim.attach_hook(NodeId(1), Box::<TestHook>::default());
+        sim.schedule_link_state(Instant(500_000_000), fwd[1], false);
+        sim.schedule_link_state(Instant(600_000_000), fwd[1], true);
+        sim.run(Instant(1_000_000_000));
+        let h = sim.agent_by_id(hook).and_then(|a| a.as_any().downcast_ref::<TestHook>()).unwrap();
+        let got = &sim.agent_by_id(sink).and_then(|a| a.as_any().downcast_ref::<Sink>()).unwrap().received;
+        assert_eq!(h.consumed, 10);
+        assert_eq!(h.departed, 90, "held packets leave through on_depart too");
+        assert_eq!(got.len(), 90);
+        for &(seq, sent, recv, _) in got {
+            let extra = if seq % 10 == 1 { 2_500_000 } else { 0 };
+            assert_eq!((recv - sent).as_nanos(), 2 * (8_000 + 1_000_000) + extra, "seq {seq}");
+        }
+        assert_eq!(h.link_events, vec![(fwd[1], false), (fwd[1], true)]);
     }
 
     #[test]

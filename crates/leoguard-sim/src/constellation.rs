@@ -1,0 +1,503 @@
+//! A whole constellation as a simulator topology: every satellite is a node, every ISL a pair of
+//! links, every ground node (user terminal or ground station) attaches to one satellite at a time by
+//! its policy (Starlink's 15 s global schedule, or nearest), and hosts (servers, PoPs) hang off ground
+//! nodes by terrestrial links. Many flows between any ground nodes and hosts share the network.
+//!
+//! Time-varying parts, as the run goes (a [`Driver`], so nothing per step is held in memory):
+//! - at every routing step, ISL and ground-link propagation delays follow the orbits (packets in
+//!   flight keep their delay), ISLs that the latitude cut or the grazing rule removes go down, and the
+//!   next hops towards every flow end are recomputed by shortest propagation delay over the ISL
+//!   graph from the satellite serving that end (route changes take effect at step boundaries);
+//! - at each handover (exact time from the attachment schedule) the old ground link goes down (what it
+//!   queued or carried is lost) and the new one comes up after the drawn interruption.
+//!
+//! Node numbering: ground nodes `0..G`, hosts `G..G+H`, satellite `s` is node `G + H + s`.
+
+use crate::engine::{LinkId, NodeId, QueueLimit};
+use crate::loss::{LossError, LossSpec};
+use crate::sim::{Control, Driver, Sim};
+use leoguard_core::{Bps, Duration, Instant};
+use leoguard_orbit::attach::Slot;
+use leoguard_orbit::geo::{distance, light_delay_s, Vec3};
+use leoguard_orbit::routing::{Dijkstra, SnapshotGraph, NONE};
+use leoguard_orbit::timeline::attachment_schedule;
+use leoguard_orbit::{Constellation, GroundNode, OrbitError, Policy, TimelineOptions};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// A host (server, PoP) behind a ground node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostSpec {
+    /// Name.
+    pub name: String,
+    /// Index of the ground node it hangs off.
+    pub ground: u32,
+    /// Capacity of its terrestrial link.
+    pub rate: Bps,
+    /// One-way delay of its terrestrial link.
+    pub delay: Duration,
+}
+
+/// The constellation topology.
+#[derive(Clone, Debug)]
+pub struct ConstellationTopo {
+    /// The constellation.
+    pub constellation: Arc<Constellation>,
+    /// Ground nodes (nodes `0..G`).
+    pub grounds: Vec<GroundNode>,
+    /// Hosts (nodes `G..G+H`).
+    pub hosts: Vec<HostSpec>,
+    /// Routing step, attachment policy, interruption model, minimum elevation, seed (its duration is
+    /// the run's).
+    pub options: TimelineOptions,
+    /// Capacity of each ground-satellite link direction.
+    pub gsl_rate: Bps,
+    /// Capacity of each ISL direction.
+    pub isl_rate: Bps,
+    /// Queue limit of every link direction.
+    pub queue: QueueLimit,
+    /// Loss on ground-satellite links (each direction its own instance).
+    pub gsl_loss: LossSpec,
+    /// Loss on ISLs.
+    pub isl_loss: LossSpec,
+}
+
+/// Problems with a constellation topology.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum TopoError {
+    /// The orbit engine refused the inputs.
+    #[error("topology: {0}")]
+    Orbit(String),
+    /// A field is invalid.
+    #[error("invalid topology.{field}: {reason}")]
+    Invalid {
+        /// Field name.
+        field: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A loss model is invalid.
+    #[error("topology.{field}: {source}")]
+    Loss {
+        /// gsl_loss or isl_loss.
+        field: &'static str,
+        /// The model's error.
+        source: LossError,
+    },
+}
+
+impl From<OrbitError> for TopoError {
+    fn from(e: OrbitError) -> Self {
+        TopoError::Orbit(e.to_string())
+    }
+}
+
+impl ConstellationTopo {
+    /// Number of simulator nodes.
+    pub fn node_count(&self) -> usize {
+        self.grounds.len() + self.hosts.len() + self.constellation.len()
+    }
+
+    /// The simulator node of satellite `s`.
+    pub fn sat_node(&self, s: u32) -> NodeId {
+        NodeId((self.grounds.len() + self.hosts.len()) as u32 + s)
+    }
+
+    /// Names of all nodes in node order.
+    pub fn node_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.grounds.iter().map(|g| g.name.clone()).collect();
+        v.extend(self.hosts.iter().map(|h| h.name.clone()));
+        v.extend(self.constellation.satellites().iter().map(|s| s.name.clone()));
+        v
+    }
+
+    /// Checks the fields.
+    pub fn validate(&self) -> Result<(), TopoError> {
+        if self.grounds.is_empty() {
+            return Err(TopoError::Invalid { field: "ground", reason: "needs at least one ground node".into() });
+        }
+        if self.options.policy == Policy::BestPath {
+            return Err(TopoError::Invalid {
+                field: "policy",
+                reason: "best-path depends on a peer; a whole constellation needs a per-terminal policy \
+                         (global-schedule or nearest)"
+                    .into(),
+            });
+        }
+        for (field, r) in [("gsl_rate_bps", self.gsl_rate), ("isl_rate_bps", self.isl_rate)] {
+            if r.0 == 0 {
+                return Err(TopoError::Invalid { field, reason: "must be > 0".into() });
+            }
+        }
+        for (i, h) in self.hosts.iter().enumerate() {
+            if h.ground as usize >= self.grounds.len() || h.rate.0 == 0 {
+                return Err(TopoError::Invalid {
+                    field: "hosts",
+                    reason: format!("hosts[{i}] ({}) needs an existing ground node and a rate > 0", h.name),
+                });
+            }
+        }
+        self.gsl_loss.validate().map_err(|source| TopoError::Loss { field: "gsl_loss", source })?;
+        self.isl_loss.validate().map_err(|source| TopoError::Loss { field: "isl_loss", source })?;
+        self.options.steps()?;
+        Ok(())
+    }
+
+    /// Builds the links in `sim` (which must have `node_count()` nodes), schedules the handovers and
+    /// installs the routing driver for the flow ends `endpoints` (node ids). Returns the driver's
+    /// handover count.
+    pub fn install(&self, sim: &mut Sim, endpoints: &[u32]) -> Result<usize, TopoError> {
+        self.validate()?;
+        let c = &self.constellation;
+        let (g_count, h_count) = (self.grounds.len(), self.hosts.len());
+        let (slots, handovers) = attachment_schedule(c, &self.grounds, &self.options)?;
+        let loss = |spec: &LossSpec, field: &'static str| -> Result<_, TopoError> {
+            Ok(if *spec == LossSpec::None {
+                None
+            } else {
+                Some(spec.build().map_err(|source| TopoError::Loss { field, source })?)
+            })
+        };
+        let mut isl_links = Vec::with_capacity(c.isls().len());
+        for l in c.isls() {
+            let (a, b) = (self.sat_node(l.a), self.sat_node(l.b));
+            let ab = sim.add_link(a, b, self.isl_rate, Duration::ZERO, self.queue);
+            let ba = sim.add_link(b, a, self.isl_rate, Duration::ZERO, self.queue);
+            for id in [ab, ba] {
+                if let Some(m) = loss(&self.isl_loss, "isl_loss")? {
+                    sim.link_mut(id).set_loss(m);
+                }
+            }
+            isl_links.push((ab, ba));
+        }
+        // Every ground link any slot uses, created once: (uplink, downlink); down unless in use at t = 0.
+        let mut gsl: BTreeMap<(u32, u32), (LinkId, LinkId)> = BTreeMap::new();
+        let mut per_ground: Vec<Vec<Slot>> = vec![Vec::new(); g_count];
+        for s in &slots {
+            per_ground[s.node as usize].push(s.clone());
+            if let std::collections::btree_map::Entry::Vacant(e) = gsl.entry((s.node, s.sat)) {
+                let (g, sat) = (NodeId(s.node), self.sat_node(s.sat));
+                let up = sim.add_link(g, sat, self.gsl_rate, Duration::ZERO, self.queue);
+                let down = sim.add_link(sat, g, self.gsl_rate, Duration::ZERO, self.queue);
+                for id in [up, down] {
+                    if let Some(m) = loss(&self.gsl_loss, "gsl_loss")? {
+                        sim.link_mut(id).set_loss(m);
+                    }
+                    sim.link_mut(id).up = s.start_s <= 0.0;
+                }
+                e.insert((up, down));
+            }
+        }
+        for v in &mut per_ground {
+            v.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
+        }
+        let secs = |s: f64| Instant((s.max(0.0) * 1e9).round() as u64);
+        for h in &handovers {
+            let g = h.node;
+            let mut now = Vec::new();
+            if let Some(&(up, down)) = h.from.and_then(|s| gsl.get(&(g, s))) {
+                now.extend([Control::State { link: up, up: false }, Control::State { link: down, up: false }]);
+            }
+            let new = h.to.and_then(|s| gsl.get(&(g, s))).copied();
+            if let Some((up, down)) = new {
+                now.extend([Control::State { link: up, up: false }, Control::State { link: down, up: false }]);
+            }
+            // Scheduled first, so that with a zero interruption the link still ends up up.
+            sim.schedule_controls(secs(h.t_s), now);
+            if let Some((up, down)) = new {
+                let back = vec![Control::State { link: up, up: true }, Control::State { link: down, up: true }];
+                sim.schedule_controls(secs(h.t_s) + Duration::from_secs_f64(h.interruption_s), back);
+            }
+        }
+        // Hosts: a terrestrial link pair to their ground node, routed statically.
+        let mut host_links = Vec::with_capacity(h_count);
+        for (i, h) in self.hosts.iter().enumerate() {
+            let node = NodeId((g_count + i) as u32);
+            let up = sim.add_link(node, NodeId(h.ground), h.rate, h.delay, self.queue);
+            let down = sim.add_link(NodeId(h.ground), node, h.rate, h.delay, self.queue);
+            host_links.push((up, down));
+        }
+        let mut dests: Vec<u32> = endpoints.to_vec();
+        dests.sort_unstable();
+        dests.dedup();
+        let n = handovers.len();
+        let driver = ConstellationDriver {
+            c: Arc::clone(c),
+            grounds: self.grounds.iter().map(GroundNode::ecef).collect(),
+            host_ground: self.hosts.iter().map(|h| h.ground).collect(),
+            host_links,
+            base: (g_count + h_count) as u32,
+            step: Duration::from_secs_f64(self.options.step_s),
+            steps: self.options.steps()?,
+            k: 0,
+            graph: SnapshotGraph::new(c),
+            dj: Dijkstra::default(),
+            pos: Vec::new(),
+            per_ground,
+            cursor: vec![0; g_count],
+            serving: vec![None; g_count],
+            isl_links,
+            isl_up: vec![true; c.isls().len()],
+            gsl,
+            dests,
+            last: Vec::new(),
+            column: Vec::new(),
+            error: None,
+        };
+        sim.set_driver(Box::new(driver), Instant::ZERO);
+        Ok(n)
+    }
+}
+
+/// Recomputes delays, ISL states and next hops at every routing step.
+#[derive(Debug)]
+struct ConstellationDriver {
+    c: Arc<Constellation>,
+    grounds: Vec<Vec3>,
+    host_ground: Vec<u32>,
+    /// Per host: (host -> ground, ground -> host).
+    host_links: Vec<(LinkId, LinkId)>,
+    /// First satellite node.
+    base: u32,
+    step: Duration,
+    steps: usize,
+    k: usize,
+    graph: SnapshotGraph,
+    dj: Dijkstra,
+    pos: Vec<Vec3>,
+    per_ground: Vec<Vec<Slot>>,
+    cursor: Vec<usize>,
+    serving: Vec<Option<u32>>,
+    isl_links: Vec<(LinkId, LinkId)>,
+    isl_up: Vec<bool>,
+    gsl: BTreeMap<(u32, u32), (LinkId, LinkId)>,
+    dests: Vec<u32>,
+    /// Routes last emitted per destination (index into `dests`), per node.
+    last: Vec<Vec<Option<LinkId>>>,
+    column: Vec<Option<LinkId>>,
+    error: Option<String>,
+}
+
+impl ConstellationDriver {
+    fn serving_at(&mut self, g: usize, t: f64) -> Option<u32> {
+        let slots = &self.per_ground[g];
+        let mut i = self.cursor[g];
+        while i < slots.len() && slots[i].end_s <= t {
+            i += 1;
+        }
+        self.cursor[g] = i;
+        slots.get(i).filter(|s| s.start_s <= t + 1e-9).map(|s| s.sat)
+    }
+
+    /// The ISL link from satellite `v` to its neighbour `w`.
+    fn isl_link(&self, v: u32, w: u32) -> Option<LinkId> {
+        self.graph.neighbours(v).iter().find(|x| x.0 == w).map(|&(_, k)| {
+            let (ab, ba) = self.isl_links[k as usize];
+            if self.c.isls()[k as usize].a == v {
+                ab
+            } else {
+                ba
+            }
+        })
+    }
+
+    fn routes_towards(&mut self, dst: u32, out: &mut Vec<Control>, slot: usize) {
+        let g_count = self.grounds.len() as u32;
+        let n_nodes = self.base as usize + self.c.len();
+        let mut col = std::mem::take(&mut self.column);
+        col.clear();
+        col.resize(n_nodes, None);
+        // The ground node the destination is behind.
+        let (dg, host) =
+            if dst < g_count { (dst, None) } else { (self.host_ground[(dst - g_count) as usize], Some(dst)) };
+        if let Some(sat) = self.serving[dg as usize] {
+            self.dj.run(&self.graph, &[(sat, 0.0)]);
+            for v in 0..self.c.len() as u32 {
+                let via = if v == sat {
+                    self.gsl.get(&(dg, sat)).map(|l| l.1)
+                } else if self.dj.pred[v as usize] != NONE {
+                    self.isl_link(v, self.dj.pred[v as usize])
+                } else {
+                    None
+                };
+                col[(self.base + v) as usize] = via;
+            }
+            for g in 0..g_count {
+                if g != dg {
+                    col[g as usize] = self.serving[g as usize].and_then(|s| self.gsl.get(&(g, s))).map(|l| l.0);
+                }
+            }
+        }
+        // Hosts always reach the world through their ground node; that ground node reaches its own hosts.
+        for (i, &(up, down)) in self.host_links.iter().enumerate() {
+            let h = g_count + i as u32;
+            if Some(h) != host {
+                col[h as usize] = Some(up);
+            } else {
+                col[dg as usize] = Some(down);
+            }
+        }
+        let last = &mut self.last[slot];
+        for (node, (&now, was)) in col.iter().zip(last.iter_mut()).enumerate() {
+            if now != *was {
+                *was = now;
+                out.push(Control::Route { at: NodeId(node as u32), dst: NodeId(dst), via: now });
+            }
+        }
+        self.column = col;
+    }
+}
+
+impl Driver for ConstellationDriver {
+    fn step(&mut self, now: Instant, out: &mut Vec<Control>) -> Option<Instant> {
+        if self.error.is_some() || self.k >= self.steps {
+            return None;
+        }
+        let t = self.k as f64 * self.step.as_secs_f64();
+        if let Err(e) = self.c.positions_into(t, &mut self.pos) {
+            // A TLE that cannot be propagated: keep the last routes and report it with the results.
+            self.error = Some(e.to_string());
+            return None;
+        }
+        self.graph.update(&self.c, &self.pos);
+        let delay = |m: f64| Duration::from_secs_f64(light_delay_s(m));
+        for (k, l) in self.c.isls().iter().enumerate() {
+            let (ab, ba) = self.isl_links[k];
+            let len = self.graph.isl_len[k];
+            let up = len.is_finite();
+            if up != self.isl_up[k] {
+                self.isl_up[k] = up;
+                out.extend([Control::State { link: ab, up }, Control::State { link: ba, up }]);
+            }
+            if up {
+                let d = delay(distance(self.pos[l.a as usize], self.pos[l.b as usize]));
+                out.extend([Control::Delay { link: ab, delay: d }, Control::Delay { link: ba, delay: d }]);
+            }
+        }
+        for g in 0..self.grounds.len() {
+            self.serving[g] = self.serving_at(g, t);
+            if let Some(sat) = self.serving[g] {
+                if let Some(&(up, down)) = self.gsl.get(&(g as u32, sat)) {
+                    let d = delay(distance(self.grounds[g], self.pos[sat as usize]));
+                    out.extend([Control::Delay { link: up, delay: d }, Control::Delay { link: down, delay: d }]);
+                }
+            }
+        }
+        let n_nodes = self.base as usize + self.c.len();
+        if self.last.is_empty() {
+            self.last = vec![vec![None; n_nodes]; self.dests.len()];
+        }
+        for i in 0..self.dests.len() {
+            self.routes_towards(self.dests[i], out, i);
+        }
+        self.k += 1;
+        (self.k < self.steps).then(|| now.max(Instant((self.k as u128 * self.step.as_nanos() as u128) as u64)))
+    }
+
+    fn error(&self) -> Option<String> {
+        self.error.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::{CbrSource, Sink};
+    use leoguard_orbit::{InterruptionModel, Role};
+
+    fn topo(policy: Policy, interruption: InterruptionModel) -> ConstellationTopo {
+        let c = Constellation::preset("starlink-shell1").unwrap();
+        let grounds = vec![
+            GroundNode::new("New York", 40.71, -74.01, 0.0, Role::Terminal).unwrap(),
+            GroundNode::new("London", 51.51, -0.13, 0.0, Role::Terminal).unwrap(),
+            GroundNode::new("Paris", 48.86, 2.35, 0.0, Role::Terminal).unwrap(),
+        ];
+        ConstellationTopo {
+            constellation: Arc::new(c),
+            grounds,
+            hosts: vec![HostSpec {
+                name: "server".into(),
+                ground: 1,
+                rate: Bps::mbps(1000),
+                delay: Duration::from_millis(2),
+            }],
+            options: TimelineOptions {
+                duration_s: 20.0,
+                step_s: 0.1,
+                min_elevation_deg: 25.0,
+                policy,
+                interruption,
+                seed: 1,
+            },
+            gsl_rate: Bps::mbps(100),
+            isl_rate: Bps::mbps(100),
+            queue: QueueLimit::Packets(1000),
+            gsl_loss: LossSpec::None,
+            isl_loss: LossSpec::None,
+        }
+    }
+
+    fn cbr(flow: u32, dst: u32, start: Instant) -> Box<CbrSource> {
+        Box::new(CbrSource {
+            flow,
+            dst: NodeId(dst),
+            size: 200,
+            interval: Duration::from_millis(1),
+            count: 20_000,
+            sent: 0,
+            start,
+        })
+    }
+
+    #[test]
+    fn flows_between_several_places_follow_the_orbits() {
+        let t = topo(Policy::starlink(leoguard_orbit::constellation::DEFAULT_EPOCH_UNIX_S), InterruptionModel::None);
+        let mut sim = Sim::new(t.node_count(), 1);
+        // New York -> London and Paris -> the server behind London, sharing London's ground node.
+        let handovers = t.install(&mut sim, &[0, 1, 2, 3]).unwrap();
+        assert!(handovers > 0, "20 s crosses a 15 s epoch");
+        sim.attach_flow(NodeId(0), 0, cbr(0, 1, Instant::ZERO));
+        let a = sim.attach_flow(NodeId(1), 0, Box::<Sink>::default());
+        sim.attach_flow(NodeId(2), 1, cbr(1, 3, Instant::ZERO));
+        let b = sim.attach_flow(NodeId(3), 1, Box::<Sink>::default());
+        sim.run(Instant(20_000_000_000));
+        let sink = |id| sim.agent_by_id(id).and_then(|x| x.as_any().downcast_ref::<Sink>()).unwrap();
+        let (ny, pa) = (sink(a), sink(b));
+        // Without interruptions and with no congestion almost everything arrives (a handover loses
+        // what the old ground link still held).
+        assert!(ny.received.len() > 19_000, "{}", ny.received.len());
+        assert!(pa.received.len() > 19_000, "{}", pa.received.len());
+        // New York - London is 5570 km: over LEO one-way delay is above 18.6 ms, and a sane path is
+        // well under 100 ms. Paris -> server adds the 2 ms terrestrial hop.
+        for r in &ny.received {
+            let owd = (r.2 - r.1).as_secs_f64();
+            assert!((0.0186..0.1).contains(&owd), "{owd}");
+            assert!(r.3 >= 3, "up, at least one ISL, down");
+        }
+        for r in &pa.received {
+            let owd = (r.2 - r.1).as_secs_f64();
+            assert!((0.0023..0.05).contains(&owd), "{owd}");
+        }
+        // The delay follows the orbits: it changes over the run.
+        let owds: Vec<u64> = ny.received.iter().map(|r| (r.2 - r.1).as_nanos()).collect();
+        assert!(owds.iter().max().unwrap() - owds.iter().min().unwrap() > 100_000);
+    }
+
+    #[test]
+    fn handover_interruptions_drop_packets_and_best_path_is_refused() {
+        let t =
+            topo(Policy::starlink(leoguard_orbit::constellation::DEFAULT_EPOCH_UNIX_S), InterruptionModel::Fixed(0.2));
+        let mut sim = Sim::new(t.node_count(), 1);
+        t.install(&mut sim, &[0, 1]).unwrap();
+        sim.attach_flow(NodeId(0), 0, cbr(0, 1, Instant::ZERO));
+        let a = sim.attach_flow(NodeId(1), 0, Box::<Sink>::default());
+        sim.run(Instant(20_000_000_000));
+        let got = sim.agent_by_id(a).and_then(|x| x.as_any().downcast_ref::<Sink>()).unwrap().received.len();
+        // Both ends hand over at the 12 s epoch, 200 ms each (they may overlap): 200-400 packets lost.
+        let lost = 20_000 - got;
+        assert!((190..=420).contains(&lost), "{lost}");
+        assert!(sim.drops.iter().any(|d| d.reason == Some(crate::engine::DropReason::Down)));
+        let bad = topo(Policy::BestPath, InterruptionModel::None);
+        assert!(bad.validate().unwrap_err().to_string().contains("topology.policy"));
+    }
+}

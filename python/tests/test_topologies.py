@@ -1,0 +1,143 @@
+"""Dumbbell, two-path and whole-constellation topologies; several flows per node; link time series;
+progress reports and interrupted runs."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from leoguard import LeoguardError
+from leoguard.scenario import from_dict, load_scenario
+from leoguard.simulate import simulate
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_dumbbell_flows_share_the_bottleneck_and_its_series_shows_it():
+    sc = load_scenario(ROOT / "scenarios" / "dumbbell.toml", duration_s=10.0)
+    r = simulate(sc)
+    f = r.flows
+    assert f["src"].to_list() == ["s0", "s1", "s2"] and f["dst"].to_list() == ["r0", "r1", "r2"]
+    assert all(g > 1e6 for g in f["goodput_bps"]), f["goodput_bps"].to_list()
+    # Together they deliver no more payload than the bottleneck carries (1448 of every 1500 bytes).
+    assert f["delivered_bytes"].sum() * 8 <= 50e6 * 10.0 * 1448 / 1500
+    # The bottleneck (left -> right) is busy once all flows run, never above capacity (+ one packet
+    # per interval, since arrivals are counted whole).
+    b = r.link_series.filter((pl.col("from_node") == 0) & (pl.col("to_node") == 1) & (pl.col("t_ns") > 5e9))
+    assert b.height >= 45
+    # (BBR's probe_rtt drains the pipe for 200 ms every 10 s, so single intervals may dip.)
+    assert b["utilisation"].mean() > 0.9
+    assert b["utilisation"].max() <= 1.0 + 1500 * 8 / (50e6 * 0.1)
+    # Per-pair RTTs differ by their access links: 1, 5 and 20 ms each way (x 2 access links).
+    owd = [r.packets.filter(pl.col("flow") == i)["owd_ms"].min() for i in range(3)]
+    assert owd[0] < owd[1] < owd[2]
+    assert owd[2] - owd[0] == pytest.approx(2 * 19.0, abs=0.5)
+
+
+def test_two_path_switches_every_period():
+    sc = from_dict(
+        {"duration_s": 4.0, "topology": {"kind": "two-path", "switch_every_s": 1.0,
+         "paths": [{"rate_mbps": 20, "delay_ms": 10}, {"rate_mbps": 20, "delay_ms": 50}]},
+         "flows": [{"kind": "cbr", "src": "src", "dst": "dst", "rate_mbps": 1, "size": 1000}]}
+    )  # fmt: skip
+    r = simulate(sc)
+    p = r.packets.with_columns((pl.col("sent_ns") // 1_000_000_000).alias("second"))
+    by = p.group_by("second").agg(pl.col("owd_ms").min().alias("lo"), pl.col("owd_ms").max().alias("hi")).sort("second")
+    # Path 0 (10 ms) in even seconds, path 1 (50 ms) in odd ones; 1000 B at 20 Mbit/s is 0.4 ms per link.
+    for row in by.iter_rows(named=True):
+        expect = 10.8 if row["second"] % 2 == 0 else 50.8
+        assert row["lo"] == pytest.approx(expect, abs=0.01) and row["hi"] == pytest.approx(expect, abs=0.01)
+    assert r.flows["endpoint_loss"][0] == 0.0
+
+
+def test_a_whole_constellation_carries_many_flows_between_named_places(tmp_path):
+    sc = load_scenario(ROOT / "scenarios" / "starlink-constellation.toml", duration_s=16.0)
+    r = simulate(sc)
+    f = r.flows
+    assert f["src"].to_list() == ["New York", "Paris", "Tokyo", "Sydney"]
+    assert f["dst"].to_list() == ["server-lon", "server-lon", "Sydney", "New York"]
+    assert (f["goodput_bps"] > 1e6).all(), f["goodput_bps"].to_list()
+    # Every delivered packet crossed at least an uplink and a downlink; flows to the server add the
+    # terrestrial hop. One-way delays are at least the great-circle distance at light speed
+    # (Paris - London 344 km: 1.1 ms; Sydney - New York 15,990 km: 53 ms).
+    assert r.packets["hops"].min() >= 2
+    by = r.packets.group_by("flow").agg(pl.col("owd_ms").min()).sort("flow")["owd_ms"].to_list()
+    assert by[1] > 1.1 + 2.0 and by[3] > 53.0
+    # The 12 s handover epoch interrupts ground links: drops while links are down.
+    assert (r.drops["reason"] == "down").sum() > 0
+    # Links carry names; the series covers ISLs and ground links.
+    names = set(r.links.filter(pl.col("delivered") > 0)["from_name"].to_list())
+    assert {"New York", "Paris", "Tokyo", "Sydney", "server-lon"} <= names
+    assert any(n.startswith("starlink-shell1-") for n in names)
+    files = r.write(tmp_path)
+    assert json.loads(files["run"].read_text())["complete"] is True
+    assert pl.read_parquet(files["link_series"]).height == r.link_series.height
+
+
+def test_constellation_topology_rules():
+    topo = {"kind": "constellation", "ground": ["New York", "London"], "gsl_rate_mbps": 10, "isl_rate_mbps": 10}
+    base = {"duration_s": 1, "topology": topo, "flows": [{"kind": "tcp", "src": "New York", "dst": "Lima"}]}
+    with pytest.raises(LeoguardError, match=r"flows\[0\].dst = 'Lima' is not a node name"):
+        from_dict(base)
+    base["flows"][0]["dst"] = "London"
+    base["topology"]["policy"] = "best-path"
+    with pytest.raises(LeoguardError, match=r"topology\.constellation\.policy"):
+        from_dict(base)
+    base["topology"]["policy"] = "nearest"
+    base["topology"]["hosts"] = [{"name": "srv", "ground": "Paris"}]
+    with pytest.raises(LeoguardError, match=r"hosts\[0\].ground = 'Paris' is not one of the ground places"):
+        simulate(from_dict(base))
+
+
+def test_progress_is_reported_and_an_interrupt_keeps_partial_results(tmp_path):
+    sc = load_scenario(ROOT / "scenarios" / "bench-chain.toml")
+    seen = []
+
+    def progress(now_s, end_s, hops):
+        seen.append((now_s, hops))
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    r = simulate(sc, progress=progress, interruptible=True)
+    assert not r.complete and 0 < r.simulated_s < sc.duration_s
+    assert r.simulated_s == seen[-1][0] and r.packet_hops == seen[-1][1]
+    assert r.packets["received_ns"].max() <= r.simulated_s * 1e9
+    files = r.write(tmp_path)
+    meta = json.loads(files["run"].read_text())
+    assert meta["complete"] is False and meta["simulated_s"] == r.simulated_s
+    seen.clear()
+    with pytest.raises(KeyboardInterrupt):
+        simulate(sc, progress=progress)
+
+
+def test_cli_interrupt_writes_partial_results(tmp_path):
+    # SIGINT the CLI while it runs a long scenario: it must say so, keep what it has and exit 130.
+    sc = tmp_path / "long.toml"
+    sc.write_text(
+        (ROOT / "scenarios" / "bench-chain.toml").read_text().replace("duration_s = 5.0", "duration_s = 3000.0")
+    )
+    exe = Path(sys.executable).parent / "leoguard"
+    cmd = [exe, "run", sc, "--out", tmp_path / "out", "--json"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Interrupt once the process has used 4 s of CPU (start-up takes about 1 s), however loaded the
+    # machine is.
+    tick = os.sysconf("SC_CLK_TCK")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and p.poll() is None:
+        fields = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        if (int(fields[11]) + int(fields[12])) / tick >= 4.0:
+            break
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    assert "interrupted" in err and "partial results" in err
+    summ = json.loads(out)
+    assert summ["complete"] is False and 0 < summ["simulated_s"] < 3000
+    assert json.loads((tmp_path / "out" / "run.json").read_text())["complete"] is False
