@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from leoguard.orbit import Constellation
@@ -35,10 +36,11 @@ def constellation_bench(
 def sim_bench(only: str | None = None) -> dict[str, Any]:
     """Issue 3's scenarios: (a) CUBIC over a 9-hop chain of 100 Mbit/s, 2 ms links for 5 s (shipped as
     scenarios/bench-chain.toml); (b) one flow New York - London over Starlink shell 1 at 1 Gbit/s for
-    60 s with the Starlink loss model. (b) uses BBR, since CUBIC collapses to a few Mbit/s on that path
+    60 s with the Starlink loss model; (c) the whole Starlink shell 1 with 5 cities, a host and 4 flows
+    for 30 s (scenarios/starlink-constellation.toml). (b) uses BBR, since CUBIC collapses to a few Mbit/s on that path
     and would measure an idle simulator. `run_s` is the native simulation (packet_hops_per_s and
     slowdown use it), `wall_s` adds turning the results into columns, `timeline_s` is the path timeline."""
-    from leoguard.scenario import from_dict
+    from leoguard.scenario import from_dict, load_scenario
     from leoguard.simulate import simulate
 
     chain = {"kind": "chain", "hops": 9, "rate_mbps": 100, "delay_ms": 2, "queue_bytes": 2_000_000}
@@ -49,6 +51,7 @@ def sim_bench(only: str | None = None) -> dict[str, Any]:
     cases = [
         ("bench-chain", 5.0, chain, "cubic"),
         ("starlink-nyc-lon-1g", 60.0, leo, "bbr"),
+        ("starlink-constellation", 30.0, None, ""),
     ]
     known = [c[0] for c in cases]
     if only is not None and only not in known:
@@ -59,10 +62,14 @@ def sim_bench(only: str | None = None) -> dict[str, Any]:
     for name, dur, topo, cc in cases:
         if only is not None and name != only:
             continue
-        sc = from_dict(
-            {"name": name, "duration_s": dur, "seed": 1, "topology": topo,
-             "flows": [{"kind": "tcp", "src": 0, "dst": 9 if topo["kind"] == "chain" else 1, "cc": cc}]}
-        )  # fmt: skip
+        if topo is None:
+            # The whole shell 1 with 5 cities, a host and 4 flows (scenarios/starlink-constellation.toml).
+            sc = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / f"{name}.toml")
+        else:
+            sc = from_dict(
+                {"name": name, "duration_s": dur, "seed": 1, "topology": topo,
+                 "flows": [{"kind": "tcp", "src": 0, "dst": 9 if topo["kind"] == "chain" else 1, "cc": cc}]}
+            )  # fmt: skip
         t0 = time.perf_counter()
         r = simulate(sc)
         total = time.perf_counter() - t0
@@ -71,7 +78,8 @@ def sim_bench(only: str | None = None) -> dict[str, Any]:
                 "name": name, "cc": cc, "packet_hops": r.packet_hops, "wall_s": round(r.wall_s, 4), "sim_s": dur,
                 "run_s": round(r.run_s, 4), "packet_hops_per_s": round(r.packet_hops / r.run_s),
                 "slowdown": round(r.run_s / dur, 5),
-                "timeline_s": round(total - r.wall_s, 3), "goodput_mbps": round(r.flows["goodput_bps"][0] / 1e6, 2),
+                "timeline_s": round(total - r.wall_s, 3), "flows": r.flows.height,
+                "goodput_mbps": round(r.flows["goodput_bps"].sum() / 1e6, 2),
             }
         )  # fmt: skip
     return {"scenarios": out}

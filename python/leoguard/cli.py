@@ -296,11 +296,12 @@ def _print_run(sc: Any, res: Any, summ: dict[str, Any], files: dict[str, Path]) 
 
 @bench_app.command("sim")
 def bench_sim(
-    only: Annotated[str | None, typer.Option(help="Run one scenario: bench-chain or starlink-nyc-lon-1g.")] = None,
+    only: Annotated[str | None, typer.Option(help="Run one scenario: bench-chain, starlink-nyc-lon-1g or starlink-constellation.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Simulator speed: (a) CUBIC over a 9-hop 100 Mbit/s chain for 5 s, (b) BBR New York - London over
-    Starlink shell 1 at 1 Gbit/s for 60 s with the Starlink loss model."""
+    Starlink shell 1 at 1 Gbit/s for 60 s with the Starlink loss model, (c) the whole Starlink shell 1
+    with 5 cities and 4 flows for 30 s."""
     from leoguard.bench import sim_bench
 
     r = sim_bench(only)

@@ -71,7 +71,28 @@ class Results:
                 "drops_queue": int(self.links["drops_queue"].sum()),
                 "drops_down": int(self.links["drops_down"].sum()),
             },
+            "loss_models": self.loss_models(),
         }
+
+    def loss_models(self) -> list[dict[str, Any]]:
+        """Per loss model and parameter set: how many links carry it and the loss it realised over all
+        packets offered to them (drops by the model / packets offered)."""
+        lk = self.links.filter(pl.col("loss_model") != "none")
+        if lk.is_empty():
+            return []
+        g = lk.group_by(["loss_model", "loss_params"], maintain_order=True).agg(
+            pl.len().alias("links"), pl.col("offered").sum(), pl.col("drops_loss").sum()
+        )
+        return [
+            {
+                "model": r["loss_model"],
+                "params": r["loss_params"],
+                "links": r["links"],
+                "offered": r["offered"],
+                "realised_loss": round(r["drops_loss"] / r["offered"], 6) if r["offered"] else None,
+            }
+            for r in g.iter_rows(named=True)
+        ]
 
     def write(self, directory: str | Path) -> dict[str, Path]:
         """Parquet per table, plus the resolved scenario, seed and code version as JSON."""
@@ -204,8 +225,15 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
     }
     if raw["topology_error"]:
         meta["topology_error"] = raw["topology_error"]
+    series = pl.DataFrame(raw["series"])
+    if not series.is_empty():
+        # Goodput over each sampling interval, from the bytes acknowledged.
+        dt = (pl.col("t_ns").diff().over("flow").cast(pl.Float64)) / 1e9
+        series = series.with_columns(
+            (pl.col("acked_bytes").diff().over("flow").cast(pl.Float64) * 8.0 / dt).fill_null(0.0).alias("goodput_bps")
+        )
     return Results(
-        scenario, flows, pl.DataFrame(raw["series"]), packets, links, link_series,
+        scenario, flows, series, packets, links, link_series,
         pl.DataFrame(raw["drops"], schema_overrides={"from_node": pl.UInt32, "to_node": pl.UInt32}),
         raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta,
     )  # fmt: skip

@@ -75,6 +75,10 @@ def test_a_whole_constellation_carries_many_flows_between_named_places(tmp_path)
     names = set(r.links.filter(pl.col("delivered") > 0)["from_name"].to_list())
     assert {"New York", "Paris", "Tokyo", "Sydney", "server-lon"} <= names
     assert any(n.startswith("starlink-shell1-") for n in names)
+    # The loss model and the loss it realised are reported (Starlink model: mean ~0.9 %).
+    (lm,) = r.summary()["loss_models"]
+    assert lm["model"] == "starlink" and "mean_rate=" in lm["params"] and lm["links"] >= 10
+    assert 0.001 < lm["realised_loss"] < 0.05
     files = r.write(tmp_path)
     assert json.loads(files["run"].read_text())["complete"] is True
     assert pl.read_parquet(files["link_series"]).height == r.link_series.height

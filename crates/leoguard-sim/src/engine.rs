@@ -269,6 +269,11 @@ impl Link {
         self.loss = Some(loss);
     }
 
+    /// The link's loss model, if any.
+    pub fn loss_model(&self) -> Option<&dyn LossModel> {
+        self.loss.as_deref()
+    }
+
     /// Bytes waiting (excluding the packet on the transmitter).
     pub fn queued_bytes(&self) -> u64 {
         self.queued_bytes

@@ -227,7 +227,7 @@ pub struct LinkSeriesRow {
 }
 
 /// Totals of one directed link.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct LinkRow {
     /// Sending node.
     pub from: u32,
@@ -237,6 +237,10 @@ pub struct LinkRow {
     pub stats: crate::engine::LinkStats,
     /// Loss-model drops over packets offered.
     pub realised_loss: f64,
+    /// The loss model's registry name ("none" without one).
+    pub loss_model: &'static str,
+    /// The loss model's parameters, e.g. "p=0.01" (empty without one).
+    pub loss_params: String,
 }
 
 /// One dropped packet.
@@ -630,7 +634,21 @@ fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], end: Instant) -
         let st = l.stats;
         r.packet_hops += st.delivered;
         let realised = st.drops_loss as f64 / st.offered.max(1) as f64;
-        r.links.push(LinkRow { from: l.from.0, to: l.to.0, stats: st, realised_loss: realised });
+        let (loss_model, loss_params) = match l.loss_model() {
+            Some(m) => {
+                let p: Vec<String> = m.params().iter().map(|(k, v)| format!("{k}={v}")).collect();
+                (m.name(), p.join(" "))
+            }
+            None => ("none", String::new()),
+        };
+        r.links.push(LinkRow {
+            from: l.from.0,
+            to: l.to.0,
+            stats: st,
+            realised_loss: realised,
+            loss_model,
+            loss_params,
+        });
     }
     r
 }
