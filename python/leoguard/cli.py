@@ -296,7 +296,9 @@ def _print_run(sc: Any, res: Any, summ: dict[str, Any], files: dict[str, Path]) 
 
 @bench_app.command("sim")
 def bench_sim(
-    only: Annotated[str | None, typer.Option(help="Run one scenario: bench-chain, starlink-nyc-lon-1g or starlink-constellation.")] = None,
+    only: Annotated[
+        str | None, typer.Option(help="Run one scenario: bench-chain, starlink-nyc-lon-1g or starlink-constellation.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Simulator speed: (a) CUBIC over a 9-hop 100 Mbit/s chain for 5 s, (b) BBR New York - London over
