@@ -150,37 +150,104 @@ impl PartialOrd for Scheduled {
 }
 
 /// Events ordered by (time, insertion sequence): ties resolve in the order they were scheduled.
-#[derive(Debug, Default)]
+///
+/// Two heaps share one (time, sequence) order and `pop` takes the earlier of their tops, so which heap
+/// holds an event never changes the order. Events due within `horizon` of the clock go to `near`;
+/// later ones (pre-scheduled controls, retransmission timers that are mostly superseded before they
+/// fire) go to `far`. The busy heap then holds only the few per-link events in flight, a few levels
+/// deep, instead of also sifting through every long-dated event on each packet.
+#[derive(Debug)]
 pub struct EventQueue {
-    heap: BinaryHeap<Scheduled>,
+    near: BinaryHeap<Scheduled>,
+    far: BinaryHeap<Scheduled>,
     seq: u64,
+    /// Time of the latest event popped: the simulator's clock.
+    clock: Instant,
+    /// Events due at least this far after `clock` go to `far`; adapted by [`EventQueue::adapt`].
+    horizon: Duration,
+    /// Pushes since the last adaptation, and how many of them went to `far`.
+    window_pushes: u32,
+    window_far: u32,
 }
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        EventQueue {
+            near: BinaryHeap::new(),
+            far: BinaryHeap::new(),
+            seq: 0,
+            clock: Instant::ZERO,
+            horizon: Duration(1 << 20), // about 1 ms; adapted as the run goes
+            window_pushes: 0,
+            window_far: 0,
+        }
+    }
+}
+
+/// Pushes per adaptation of the horizon.
+const ADAPT_WINDOW: u32 = 1024;
 
 impl EventQueue {
     /// Schedules `ev` at `at`.
     pub fn push(&mut self, at: Instant, ev: Event) {
-        self.heap.push(Scheduled { at, seq: self.seq, ev });
+        let s = Scheduled { at, seq: self.seq, ev };
         self.seq += 1;
+        if at.0.saturating_sub(self.clock.0) < self.horizon.0 {
+            self.near.push(s);
+        } else {
+            self.far.push(s);
+            self.window_far += 1;
+        }
+        self.window_pushes += 1;
+        if self.window_pushes == ADAPT_WINDOW {
+            self.adapt();
+        }
+    }
+
+    /// Widens the horizon while many events take the far heap (they would be sifted through a large
+    /// heap), narrows it while almost none do and the near heap is large. Only speed depends on it.
+    fn adapt(&mut self) {
+        let (pushes, far) = (self.window_pushes, self.window_far);
+        if far * 8 > pushes {
+            self.horizon = Duration(self.horizon.0.saturating_mul(2).max(1));
+        } else if far * 64 < pushes && self.near.len() > 64 + 4 * self.far.len() {
+            self.horizon = Duration(self.horizon.0 / 2);
+        }
+        self.window_pushes = 0;
+        self.window_far = 0;
+    }
+
+    /// Whether the far heap holds the earliest event.
+    fn far_first(&self) -> bool {
+        match (self.near.peek(), self.far.peek()) {
+            // `Scheduled` orders in reverse: greater is earlier.
+            (Some(n), Some(f)) => f > n,
+            (None, f) => f.is_some(),
+            (Some(_), None) => false,
+        }
     }
 
     /// The earliest event.
     pub fn pop(&mut self) -> Option<(Instant, Event)> {
-        self.heap.pop().map(|s| (s.at, s.ev))
+        let s = if self.far_first() { self.far.pop() } else { self.near.pop() }?;
+        self.clock = s.at;
+        Some((s.at, s.ev))
     }
 
     /// Time of the earliest event.
     pub fn peek_time(&self) -> Option<Instant> {
-        self.heap.peek().map(|s| s.at)
+        let top = if self.far_first() { self.far.peek() } else { self.near.peek() };
+        top.map(|s| s.at)
     }
 
     /// Pending events.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.near.len() + self.far.len()
     }
 
     /// Whether nothing is pending.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.near.is_empty() && self.far.is_empty()
     }
 }
 
@@ -427,6 +494,8 @@ impl Network {
 mod tests {
     use super::*;
     use leoguard_core::stream;
+    use proptest::prelude::prop_assert;
+    use proptest::prop_assert_eq;
 
     fn net_with_link(rate: Bps, delay: Duration, limit: QueueLimit) -> (Network, LinkId) {
         let mut n = Network::default();
@@ -553,6 +622,41 @@ mod tests {
         assert_eq!(q.pop().unwrap().1, Event::Timer { agent: 0, token: 1000 });
         for k in 0..100u64 {
             assert_eq!(q.pop().unwrap().1, Event::Timer { agent: 0, token: k });
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever heap an event lands in and however the horizon adapts, events come out exactly in
+        /// (time, insertion sequence) order, as from one heap.
+        #[test]
+        fn queue_pops_in_time_then_insertion_order(
+            ops in proptest::collection::vec((0u8..8, 0u64..4, 0u32..40), 1..6000)
+        ) {
+            let mut q = EventQueue::default();
+            let mut reference = std::collections::BTreeMap::new();
+            let (mut now, mut seq) = (0u64, 0u64);
+            for (op, scale, x) in ops {
+                if op < 3 && !reference.is_empty() {
+                    let ((at, _), ev) = reference.pop_first().unwrap();
+                    prop_assert_eq!(q.peek_time(), Some(Instant(at)));
+                    prop_assert_eq!(q.pop(), Some((Instant(at), ev)));
+                    now = at;
+                } else {
+                    // Ties (offset 0), near and far offsets over many scales, and now and then an
+                    // event in the past (a control scheduled late): all must keep the order.
+                    let offset = u64::from(x) << (scale * 10);
+                    let at = if op == 7 { now.saturating_sub(offset) } else { now + offset };
+                    let ev = Event::Timer { node: NodeId(0), token: seq };
+                    q.push(Instant(at), ev);
+                    reference.insert((at, seq), ev);
+                    seq += 1;
+                }
+                prop_assert_eq!(q.len(), reference.len());
+            }
+            while let Some(((at, _), ev)) = reference.pop_first() {
+                prop_assert_eq!(q.pop(), Some((Instant(at), ev)));
+            }
+            prop_assert!(q.is_empty());
         }
     }
 
