@@ -646,7 +646,7 @@ mod tests {
                     // event in the past (a control scheduled late): all must keep the order.
                     let offset = u64::from(x) << (scale * 10);
                     let at = if op == 7 { now.saturating_sub(offset) } else { now + offset };
-                    let ev = Event::Timer { node: NodeId(0), token: seq };
+                    let ev = Event::Timer { agent: 0, token: seq };
                     q.push(Instant(at), ev);
                     reference.insert((at, seq), ev);
                     seq += 1;
