@@ -24,7 +24,16 @@ $(STAMP): pyproject.toml tools/install_deps.py
 	$(PY) tools/install_deps.py
 	touch $@
 
-setup: $(STAMP) ## Install Python dependencies into .venv (Rust crates come with the build)
+# Debian packages the tests use: tshark reads leoguard's pcap captures (issue 4).
+SYSDEPS := $(VENV)/.leoguard-sysdeps
+$(SYSDEPS): | $(STAMP)
+	@command -v tshark >/dev/null || { \
+	  echo "installing tshark (apt)"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark >/dev/null; }
+	@command -v tshark >/dev/null || { echo "tshark is missing and could not be installed" >&2; exit 1; }
+	touch $@
+
+setup: $(STAMP) $(SYSDEPS) ## Install Python dependencies into .venv and Debian packages (Rust crates come with the build)
 
 build: setup ## Build the Rust core (release) and install leoguard into .venv
 	$(VENV)/bin/maturin develop --release -q

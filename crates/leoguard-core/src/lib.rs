@@ -4,10 +4,12 @@
 //! randomness comes from [`rng::stream`], a reproducible generator derived from (run seed, component).
 
 pub mod rng;
+pub mod seq;
 pub mod time;
 pub mod units;
 
 pub use rng::{stream, RngStream};
+pub use seq::Seq16;
 pub use time::{Duration, Instant};
 pub use units::{Bps, Bytes};
 

@@ -2,4 +2,6 @@
 //! out: nothing here reads a clock, opens a socket or draws from a global random generator.
 
 pub mod cc;
+pub mod linkguardian;
+pub mod satguard;
 pub mod tcp;
