@@ -14,7 +14,7 @@ impl Seq16 {
 
     /// `self + n` (wraps).
     #[inline]
-    pub fn add(self, n: u16) -> Seq16 {
+    pub fn plus(self, n: u16) -> Seq16 {
         Seq16(self.0.wrapping_add(n))
     }
 
