@@ -1,1 +1,958 @@
 //! SATGUARD §3.4: the ground-side order-preserving buffer (per flow, by FSeq).
+//!
+//! Sits at the exit of the satellite network (ground station or terminal). Link-local retransmission
+//! inside the constellation recovers lost packets but delivers them late, out of order; this buffer
+//! hides that from the endpoints (SATGUARD §3.4, REFERENCE.md "Ground reorder buffer by FSeq"):
+//!
+//! * a packet whose FSeq is the next expected one is released at once, with any consecutive held
+//!   packets behind it ("Otherwise, the packet will be forwarded immediately");
+//! * a packet ahead of the expected one (an "FSeq mutation") is held. Each held packet gets a
+//!   deadline `arrival + hold`; when the earliest deadline passes, the buffer gives up on the missing
+//!   FSeqs below that packet (counted as `skipped`), releases what it holds in order and advances;
+//! * a duplicate FSeq (already released or already held) is dropped and counted (§3.4 "identifies
+//!   duplicate packets based on duplicate FSeq of the flow and discards them");
+//! * flows are independent: a gap in one flow never delays another ("executed in flow-level, so
+//!   there is no head-of-line blocking problem");
+//! * the hold time adapts per flow from "the interval of receiving in-order packets and recovery
+//!   delay of local retransmitted packets" (§3.4), see [`ReorderConfig`] and `Estimator` below.
+//!
+//! ## Window and restart rule
+//! FSeq is 16 bits (RFC 1982 serial arithmetic, [`Seq16`]). A packet whose FSeq is more than
+//! `window` (default 2^14) ahead of or behind the expected FSeq cannot be ordered against the flow:
+//! it is dropped and counted `out_of_window`. If `restart_after` such packets arrive back to back
+//! (nothing in-window between them), the flow is taken to have restarted (e.g. the entry dishy
+//! rebooted and numbers from a new origin): everything held is released in order, and the flow
+//! re-anchors on the packet that completed the run, which is released. The earlier packets of
+//! that run are lost (already counted `out_of_window`). A single stray packet never restarts a flow.
+//!
+//! ## Anchoring
+//! A flow is created by its first packet, which is released at once and anchors the expected FSeq.
+//! Packets numbered before the anchor are "late". A host that knows a flow's first FSeq (the
+//! simulator does: the entry assigns it) can call [`ReorderBuffer::open_flow`] instead.
+//!
+//! ## Late vs duplicate
+//! A packet behind the expected FSeq is a duplicate if it was released, and "late" if the buffer
+//! had already given up on it (skipped). The buffer remembers which of the last
+//! `HISTORY_BITS` (1024) FSeqs were released; older packets behind the window count as late.
+//!
+//! ## Memory and allocation
+//! Per flow: a `BTreeMap` of held packets (at most `max_held_per_flow`, overflow releases the
+//! oldest gap early and is counted), a FIFO of deadlines, and 128 bytes of history. Flows live in a
+//! `BTreeMap` (deterministic iteration, STYLE.md rule 4) and timers in one `BTreeSet` ordered by
+//! (deadline, flow). In steady state (no gaps) a packet touches no allocator; opening a gap may
+//! allocate a B-tree node, which is freed when the gap closes. Released packets go to one reused
+//! output queue drained by [`ReorderBuffer::poll_release`].
+
+use leoguard_core::{Duration, Instant, Seq16};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// How many recent FSeqs per flow the buffer remembers as released (duplicate vs late).
+const HISTORY_BITS: u64 = 1024;
+
+/// How many recent skipped ranges per flow are remembered to learn from late arrivals.
+const SKIP_MEMORY: usize = 4;
+
+/// Configuration of the order-preserving buffer; validate with [`ReorderConfig::validate`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReorderConfig {
+    /// Hold used before a flow has any recovery-delay sample.
+    pub initial_hold: Duration,
+    /// Lower bound of the adaptive hold.
+    pub min_hold: Duration,
+    /// Upper bound of the adaptive hold (the most a packet may wait for a missing one).
+    pub max_hold: Duration,
+    /// Most packets held per flow; one more forces the oldest gap to be given up.
+    pub max_held_per_flow: usize,
+    /// FSeq distance beyond which a packet is out of window (1..=2^15-1; default 2^14).
+    pub window: u16,
+    /// Back-to-back out-of-window packets that mean the flow restarted.
+    pub restart_after: u8,
+}
+
+impl Default for ReorderConfig {
+    /// SATGUARD recovers on single hops (ISL/GSL round trips of a few ms, §3.2/§3.3), so 20 ms covers a
+    /// retransmission or two before any sample; 200 ms caps the extra delay near the paper's p99 gains.
+    fn default() -> Self {
+        ReorderConfig {
+            initial_hold: Duration::from_millis(20),
+            min_hold: Duration::from_millis(1),
+            max_hold: Duration::from_millis(200),
+            max_held_per_flow: 4096,
+            window: 1 << 14,
+            restart_after: 3,
+        }
+    }
+}
+
+/// Why a [`ReorderConfig`] is rejected. (Durations are unsigned, so "negative" cannot be expressed.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReorderConfigError {
+    /// `min_hold` is zero.
+    #[error("reorder: min_hold must be greater than zero")]
+    ZeroMinHold,
+    /// `max_hold` is below `min_hold`.
+    #[error("reorder: max_hold ({max}) is below min_hold ({min})")]
+    InvertedBounds {
+        /// The configured lower bound.
+        min: Duration,
+        /// The configured upper bound.
+        max: Duration,
+    },
+    /// `initial_hold` lies outside [`min_hold`, `max_hold`].
+    #[error("reorder: initial_hold ({0}) lies outside [min_hold, max_hold]")]
+    InitialOutOfBounds(Duration),
+    /// `max_held_per_flow` is zero.
+    #[error("reorder: max_held_per_flow must be greater than zero")]
+    ZeroCapacity,
+    /// `window` is zero or not below 2^15 (where serial order is undefined).
+    #[error("reorder: window must be in 1..=32767, got {0}")]
+    BadWindow(u16),
+    /// `restart_after` is zero.
+    #[error("reorder: restart_after must be greater than zero")]
+    ZeroRestart,
+}
+
+impl ReorderConfig {
+    /// Checks the bounds; the buffer only accepts a valid configuration.
+    pub fn validate(&self) -> Result<(), ReorderConfigError> {
+        if self.min_hold == Duration::ZERO {
+            return Err(ReorderConfigError::ZeroMinHold);
+        }
+        if self.max_hold < self.min_hold {
+            return Err(ReorderConfigError::InvertedBounds { min: self.min_hold, max: self.max_hold });
+        }
+        if self.initial_hold < self.min_hold || self.initial_hold > self.max_hold {
+            return Err(ReorderConfigError::InitialOutOfBounds(self.initial_hold));
+        }
+        if self.max_held_per_flow == 0 {
+            return Err(ReorderConfigError::ZeroCapacity);
+        }
+        if self.window == 0 || self.window >= 1 << 15 {
+            return Err(ReorderConfigError::BadWindow(self.window));
+        }
+        if self.restart_after == 0 {
+            return Err(ReorderConfigError::ZeroRestart);
+        }
+        Ok(())
+    }
+}
+
+/// A packet leaving the buffer, in FSeq order within its flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Released<T, F = u64> {
+    /// The flow it belongs to.
+    pub flow: F,
+    /// Its FSeq.
+    pub fseq: Seq16,
+    /// The host's packet handle.
+    pub item: T,
+}
+
+/// What [`ReorderBuffer::push`] did with a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pushed {
+    /// In order: released now (with any consecutive held packets).
+    InOrder,
+    /// Ahead of a gap: held until the gap fills or its deadline passes.
+    Held,
+    /// Already released or already held: dropped.
+    Duplicate,
+    /// Behind the expected FSeq but never released (given up on earlier): dropped.
+    Late,
+    /// Too far from the expected FSeq: dropped.
+    OutOfWindow,
+    /// Completed a run of out-of-window packets: the flow restarted at this packet, released now.
+    Restarted,
+}
+
+/// Counters over all flows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReorderStats {
+    /// Packets released.
+    pub released: u64,
+    /// Packets held right now.
+    pub held_now: u64,
+    /// Duplicates dropped.
+    pub duplicates: u64,
+    /// Late packets dropped (their FSeq had been skipped).
+    pub late: u64,
+    /// Missing FSeqs given up on.
+    pub skipped: u64,
+    /// Gaps closed by the missing packet arriving (recovery-delay samples taken).
+    pub recovered: u64,
+    /// Gaps given up early because a flow held `max_held_per_flow` packets.
+    pub overflow_releases: u64,
+    /// Out-of-window packets dropped.
+    pub out_of_window: u64,
+    /// Flow restarts.
+    pub restarts: u64,
+    /// Longest time any packet spent held.
+    pub max_hold_observed: Duration,
+}
+
+/// RFC 6298-style estimator of one flow's recovery delay and in-order inter-arrival time.
+///
+/// hold = clamp(R + 4·V + A, min_hold, max_hold), with R, V the smoothed recovery delay and its mean
+/// deviation (gains 1/8, 1/4 as SRTT/RTTVAR) and A the smoothed in-order inter-arrival time. R + 4·V
+/// is the RTO rule: it covers a recovery delay a few deviations above the mean. A adds one packet
+/// slot: a retransmission rejoins the flow's own FIFO queues, so it can trail the instant it
+/// "should" arrive by about one inter-arrival. Before the first recovery sample: `initial_hold`.
+#[derive(Clone, Copy, Debug)]
+struct Estimator {
+    rec: Option<(u64, u64)>,
+    iat: Option<u64>,
+    hold: Duration,
+}
+
+impl Estimator {
+    fn new(cfg: &ReorderConfig) -> Self {
+        Estimator { rec: None, iat: None, hold: cfg.initial_hold }
+    }
+
+    fn on_recovery(&mut self, sample: Duration, cfg: &ReorderConfig) {
+        let r = sample.as_nanos();
+        self.rec = Some(match self.rec {
+            None => (r, r / 2),
+            Some((m, v)) => ((7 * m + r) / 8, (3 * v + m.abs_diff(r)) / 4),
+        });
+        self.recompute(cfg);
+    }
+
+    /// An interval between two in-order arrivals; longer than `max_hold` is idleness, not spacing.
+    fn on_in_order_gap(&mut self, gap: Duration, cfg: &ReorderConfig) {
+        if gap > cfg.max_hold {
+            return;
+        }
+        let g = gap.as_nanos();
+        self.iat = Some(self.iat.map_or(g, |a| (7 * a + g) / 8));
+        self.recompute(cfg);
+    }
+
+    fn recompute(&mut self, cfg: &ReorderConfig) {
+        if let Some((m, v)) = self.rec {
+            let raw = m.saturating_add(v.saturating_mul(4)).saturating_add(self.iat.unwrap_or(0));
+            self.hold = Duration(raw.clamp(cfg.min_hold.as_nanos(), cfg.max_hold.as_nanos()));
+        }
+    }
+}
+
+/// A held packet.
+#[derive(Debug)]
+struct Held<T> {
+    fseq: Seq16,
+    arrived: Instant,
+    item: T,
+}
+
+/// Per-flow state. FSeqs are mapped to a 64-bit extended counter (`ext`) anchored at the expected
+/// FSeq so that held packets sort correctly across the 16-bit wrap.
+#[derive(Debug)]
+struct Flow<T> {
+    next: Seq16,
+    next_ext: u64,
+    held: BTreeMap<u64, Held<T>>,
+    /// (deadline, ext) in arrival order; deadlines made non-decreasing so the front is the earliest.
+    deadlines: VecDeque<(Instant, u64)>,
+    armed: Option<Instant>,
+    history: [u64; (HISTORY_BITS / 64) as usize],
+    est: Estimator,
+    last_in_order: Option<Instant>,
+    last_arrival: Instant,
+    /// The last `SKIP_MEMORY` skipped ranges [lo, hi) and when their gap opened (to learn from late
+    /// arrivals), as a ring.
+    skips: [Option<(u64, u64, Instant)>; SKIP_MEMORY],
+    skip_at: usize,
+    oow_run: u8,
+}
+
+/// Extended counter origin: far from zero so "behind" arithmetic never underflows.
+const EXT_ORIGIN: u64 = 1 << 40;
+
+impl<T> Flow<T> {
+    fn new(next: Seq16, cfg: &ReorderConfig, now: Instant) -> Self {
+        Flow {
+            next,
+            next_ext: EXT_ORIGIN,
+            held: BTreeMap::new(),
+            deadlines: VecDeque::new(),
+            armed: None,
+            history: [0; (HISTORY_BITS / 64) as usize],
+            est: Estimator::new(cfg),
+            last_in_order: None,
+            last_arrival: now,
+            skips: [None; SKIP_MEMORY],
+            skip_at: 0,
+            oow_run: 0,
+        }
+    }
+
+    fn set_history(&mut self, ext: u64, released: bool) {
+        let bit = ext % HISTORY_BITS;
+        let (w, b) = ((bit / 64) as usize, bit % 64);
+        if released {
+            self.history[w] |= 1 << b;
+        } else {
+            self.history[w] &= !(1 << b);
+        }
+    }
+
+    fn was_released(&self, ext: u64) -> bool {
+        if self.next_ext - ext > HISTORY_BITS {
+            return false;
+        }
+        let bit = ext % HISTORY_BITS;
+        self.history[(bit / 64) as usize] & (1 << (bit % 64)) != 0
+    }
+
+    /// Emits the packet at `next_ext` and advances by one.
+    fn emit<F: Copy>(&mut self, now: Instant, flow: F, item: T, arrived: Instant, ctx: &mut Ctx<'_, T, F>) {
+        ctx.out.push_back(Released { flow, fseq: self.next, item });
+        ctx.stats.released += 1;
+        let waited = now.saturating_duration_since(arrived);
+        ctx.stats.max_hold_observed = ctx.stats.max_hold_observed.max(waited);
+        self.set_history(self.next_ext, true);
+        self.next = self.next.next();
+        self.next_ext += 1;
+    }
+
+    /// Releases held packets that are now in order.
+    fn release_ready<F: Copy>(&mut self, now: Instant, flow: F, ctx: &mut Ctx<'_, T, F>) {
+        while let Some(h) = self.held.remove(&self.next_ext) {
+            ctx.stats.held_now -= 1;
+            debug_assert_eq!(h.fseq, self.next);
+            self.emit(now, flow, h.item, h.arrived, ctx);
+        }
+    }
+
+    /// Gives up on every missing FSeq below `key`, releasing held ones on the way, then whatever is
+    /// in order from `key` on.
+    fn advance_to<F: Copy>(&mut self, key: u64, now: Instant, flow: F, ctx: &mut Ctx<'_, T, F>) {
+        let opened = self.held.first_key_value().map_or(now, |(_, h)| h.arrived);
+        let lo = self.next_ext;
+        while self.next_ext < key {
+            self.release_ready(now, flow, ctx);
+            if self.next_ext >= key {
+                break;
+            }
+            // Skip up to the next held packet (or `key`), in one step.
+            let stop = self.held.first_key_value().map_or(key, |(&k, _)| k.min(key));
+            let n = stop - self.next_ext;
+            if n >= HISTORY_BITS {
+                self.history = [0; (HISTORY_BITS / 64) as usize];
+            } else {
+                for e in self.next_ext..stop {
+                    self.set_history(e, false);
+                }
+            }
+            ctx.stats.skipped += n;
+            self.next = self.next.plus((n % (1 << 16)) as u16);
+            self.next_ext = stop;
+        }
+        if self.next_ext > lo {
+            self.skips[self.skip_at] = Some((lo, self.next_ext, opened));
+            self.skip_at = (self.skip_at + 1) % SKIP_MEMORY;
+        }
+        self.release_ready(now, flow, ctx);
+    }
+
+    /// Drops deadline entries of packets already released; returns the earliest live deadline.
+    fn front_deadline(&mut self) -> Option<Instant> {
+        while let Some(&(_, k)) = self.deadlines.front() {
+            if k >= self.next_ext && self.held.contains_key(&k) {
+                break;
+            }
+            self.deadlines.pop_front();
+        }
+        // Held packets whose entries went stale cannot exist: every held packet has one entry.
+        self.deadlines.front().map(|&(t, _)| t)
+    }
+}
+
+/// Mutable parts of the buffer a flow writes to while the flow itself is borrowed.
+struct Ctx<'a, T, F> {
+    out: &'a mut VecDeque<Released<T, F>>,
+    stats: &'a mut ReorderStats,
+}
+
+/// The SATGUARD §3.4 order-preserving buffer: many flows, each reordered by FSeq independently.
+#[derive(Debug)]
+pub struct ReorderBuffer<T, F = u64> {
+    cfg: ReorderConfig,
+    flows: BTreeMap<F, Flow<T>>,
+    timers: BTreeSet<(Instant, F)>,
+    out: VecDeque<Released<T, F>>,
+    stats: ReorderStats,
+}
+
+impl<T, F: Copy + Ord> ReorderBuffer<T, F> {
+    /// A buffer with no flows; fails on an invalid configuration.
+    pub fn new(cfg: ReorderConfig) -> Result<Self, ReorderConfigError> {
+        cfg.validate()?;
+        Ok(ReorderBuffer {
+            cfg,
+            flows: BTreeMap::new(),
+            timers: BTreeSet::new(),
+            out: VecDeque::new(),
+            stats: ReorderStats::default(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ReorderConfig {
+        &self.cfg
+    }
+
+    /// Declares a flow whose next FSeq is known (resets the flow if it exists; held packets are
+    /// released first, in order).
+    pub fn open_flow(&mut self, now: Instant, flow: F, next: Seq16) {
+        self.close_flow(now, flow);
+        self.flows.insert(flow, Flow::new(next, &self.cfg, now));
+    }
+
+    /// Releases a flow's held packets in order and forgets it.
+    pub fn close_flow(&mut self, now: Instant, flow: F) {
+        if let Some(mut f) = self.flows.remove(&flow) {
+            self.disarm(flow, &mut f);
+            let end = f.held.last_key_value().map_or(f.next_ext, |(&k, _)| k + 1);
+            f.advance_to(end, now, flow, &mut Ctx { out: &mut self.out, stats: &mut self.stats });
+        }
+    }
+
+    /// Takes one packet of `flow` numbered `fseq` arriving at `now`; releases go to
+    /// [`poll_release`](Self::poll_release). Deadlines up to `now` are handled first.
+    pub fn push(&mut self, now: Instant, flow: F, fseq: Seq16, item: T) -> Pushed {
+        self.handle_timeout(now);
+        let cfg = self.cfg;
+        let Some(mut f) = self.flows.remove(&flow) else {
+            // A new flow anchors on its first packet (module docs, "Anchoring").
+            let mut f = Flow::new(fseq, &cfg, now);
+            let mut ctx = Ctx { out: &mut self.out, stats: &mut self.stats };
+            f.emit(now, flow, item, now, &mut ctx);
+            f.last_in_order = Some(now);
+            self.flows.insert(flow, f);
+            return Pushed::InOrder;
+        };
+        f.last_arrival = now;
+        let mut ctx = Ctx { out: &mut self.out, stats: &mut self.stats };
+        let mut d = fseq.diff(f.next);
+        let mut restarted = false;
+        if d.unsigned_abs() > u32::from(cfg.window) {
+            f.oow_run += 1;
+            if f.oow_run < cfg.restart_after {
+                ctx.stats.out_of_window += 1;
+                self.flows.insert(flow, f);
+                return Pushed::OutOfWindow;
+            }
+            // Restart rule (module docs): flush in order, re-anchor on this packet.
+            let end = f.held.last_key_value().map_or(f.next_ext, |(&k, _)| k + 1);
+            f.advance_to(end, now, flow, &mut ctx);
+            f.deadlines.clear();
+            // Jump the extended counter past anything remembered so history cannot alias.
+            f.next_ext += 2 * HISTORY_BITS;
+            f.history = [0; (HISTORY_BITS / 64) as usize];
+            f.skips = [None; SKIP_MEMORY];
+            f.last_in_order = None;
+            f.next = fseq;
+            ctx.stats.restarts += 1;
+            restarted = true;
+            d = 0;
+        }
+        f.oow_run = 0;
+        let outcome = if d < 0 {
+            let ext = f.next_ext - u64::from(d.unsigned_abs());
+            if f.was_released(ext) {
+                ctx.stats.duplicates += 1;
+                Pushed::Duplicate
+            } else {
+                // A late arrival is a recovery the hold was too short for: learn from it.
+                if let Some((_, _, opened)) = f.skips.iter().flatten().find(|s| (s.0..s.1).contains(&ext)) {
+                    f.est.on_recovery(now.saturating_duration_since(*opened), &cfg);
+                }
+                ctx.stats.late += 1;
+                Pushed::Late
+            }
+        } else if d == 0 {
+            if let Some((_, h)) = f.held.first_key_value() {
+                // This packet closes the head gap: a recovery-delay sample (§3.4).
+                let sample = now.saturating_duration_since(h.arrived);
+                f.est.on_recovery(sample, &cfg);
+                ctx.stats.recovered += 1;
+                f.last_in_order = None;
+            } else if let Some(prev) = f.last_in_order {
+                f.est.on_in_order_gap(now.saturating_duration_since(prev), &cfg);
+            }
+            f.emit(now, flow, item, now, &mut ctx);
+            f.release_ready(now, flow, &mut ctx);
+            if f.held.is_empty() {
+                f.last_in_order = Some(now);
+            }
+            if restarted {
+                Pushed::Restarted
+            } else {
+                Pushed::InOrder
+            }
+        } else {
+            let ext = f.next_ext + u64::from(d.unsigned_abs());
+            if let std::collections::btree_map::Entry::Vacant(slot) = f.held.entry(ext) {
+                slot.insert(Held { fseq, arrived: now, item });
+                ctx.stats.held_now += 1;
+                let deadline = now + f.est.hold;
+                let deadline = f.deadlines.back().map_or(deadline, |&(t, _)| t.max(deadline));
+                f.deadlines.push_back((deadline, ext));
+                if f.deadlines.len() > 2 * cfg.max_held_per_flow + 64 {
+                    // Stale entries (packets released since) pile up behind a live front: compact.
+                    let (held, next_ext) = (&f.held, f.next_ext);
+                    f.deadlines.retain(|&(_, k)| k >= next_ext && held.contains_key(&k));
+                }
+                while f.held.len() > cfg.max_held_per_flow {
+                    // Memory bound: give up the oldest gap early.
+                    let first = *f.held.first_key_value().expect("held is over capacity, so not empty").0;
+                    f.advance_to(first, now, flow, &mut ctx);
+                    ctx.stats.overflow_releases += 1;
+                }
+                Pushed::Held
+            } else {
+                ctx.stats.duplicates += 1;
+                Pushed::Duplicate
+            }
+        };
+        self.rearm(flow, &mut f);
+        self.flows.insert(flow, f);
+        outcome
+    }
+
+    fn disarm(&mut self, flow: F, f: &mut Flow<T>) {
+        if let Some(t) = f.armed.take() {
+            self.timers.remove(&(t, flow));
+        }
+    }
+
+    fn rearm(&mut self, flow: F, f: &mut Flow<T>) {
+        let want = f.front_deadline();
+        if want != f.armed {
+            self.disarm(flow, f);
+            if let Some(t) = want {
+                self.timers.insert((t, flow));
+                f.armed = Some(t);
+            }
+        }
+    }
+
+    /// Next released packet, in FSeq order within its flow.
+    pub fn poll_release(&mut self) -> Option<Released<T, F>> {
+        self.out.pop_front()
+    }
+
+    /// Earliest deadline of any held packet.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.first().map(|&(t, _)| t)
+    }
+
+    /// Gives up on gaps whose deadline is at or before `now` (only the flows concerned are touched).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(&(t, flow)) = self.timers.first() {
+            if t > now {
+                break;
+            }
+            self.timers.pop_first();
+            let Some(mut f) = self.flows.remove(&flow) else { continue };
+            f.armed = None;
+            let mut ctx = Ctx { out: &mut self.out, stats: &mut self.stats };
+            while let Some(&(d, key)) = f.deadlines.front() {
+                if d > now {
+                    break;
+                }
+                f.deadlines.pop_front();
+                if key >= f.next_ext && f.held.contains_key(&key) {
+                    f.advance_to(key, now, flow, &mut ctx);
+                }
+            }
+            if f.held.is_empty() {
+                f.last_in_order = None;
+            }
+            self.rearm(flow, &mut f);
+            self.flows.insert(flow, f);
+        }
+    }
+
+    /// Releases every held packet of every flow in order (end of a run).
+    pub fn flush(&mut self, now: Instant) {
+        let ids: Vec<F> = self.flows.keys().copied().collect();
+        for flow in ids {
+            if let Some(mut f) = self.flows.remove(&flow) {
+                self.disarm(flow, &mut f);
+                let end = f.held.last_key_value().map_or(f.next_ext, |(&k, _)| k + 1);
+                f.advance_to(end, now, flow, &mut Ctx { out: &mut self.out, stats: &mut self.stats });
+                f.deadlines.clear();
+                self.flows.insert(flow, f);
+            }
+        }
+    }
+
+    /// Forgets flows that hold nothing and saw no packet for `idle`; returns how many.
+    pub fn remove_idle(&mut self, now: Instant, idle: Duration) -> usize {
+        let before = self.flows.len();
+        self.flows.retain(|_, f| !(f.held.is_empty() && now.saturating_duration_since(f.last_arrival) >= idle));
+        before - self.flows.len()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &ReorderStats {
+        &self.stats
+    }
+
+    /// Number of flows tracked.
+    pub fn flows(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// Current hold time of `flow`.
+    pub fn hold(&self, flow: &F) -> Option<Duration> {
+        self.flows.get(flow).map(|f| f.est.hold)
+    }
+
+    /// Current hold time of every flow, in flow order.
+    pub fn holds(&self) -> impl Iterator<Item = (F, Duration)> + '_ {
+        self.flows.iter().map(|(&k, f)| (k, f.est.hold))
+    }
+
+    /// Packets `flow` holds now.
+    pub fn held(&self, flow: &F) -> usize {
+        self.flows.get(flow).map_or(0, |f| f.held.len())
+    }
+
+    /// The next FSeq `flow` expects.
+    pub fn expected(&self, flow: &F) -> Option<Seq16> {
+        self.flows.get(flow).map(|f| f.next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ms(n: u64) -> Instant {
+        Instant(n * 1_000_000)
+    }
+
+    fn buf() -> ReorderBuffer<u32, u32> {
+        ReorderBuffer::new(ReorderConfig::default()).unwrap()
+    }
+
+    fn drain(b: &mut ReorderBuffer<u32, u32>) -> Vec<(u32, u16)> {
+        std::iter::from_fn(|| b.poll_release()).map(|r| (r.flow, r.fseq.0)).collect()
+    }
+
+    #[test]
+    fn in_order_packets_leave_at_once() {
+        let mut b = buf();
+        for i in 0..5u16 {
+            assert_eq!(b.push(ms(u64::from(i)), 7, Seq16(100 + i), u32::from(i)), Pushed::InOrder);
+            assert_eq!(drain(&mut b), vec![(7, 100 + i)]);
+        }
+        assert_eq!(b.poll_timeout(), None);
+        assert_eq!(b.stats().released, 5);
+    }
+
+    #[test]
+    fn gap_is_held_until_the_missing_packet_arrives() {
+        let mut b = buf();
+        b.push(ms(0), 1, Seq16(0), 0);
+        assert_eq!(b.push(ms(1), 1, Seq16(2), 2), Pushed::Held);
+        assert_eq!(b.push(ms(2), 1, Seq16(3), 3), Pushed::Held);
+        assert_eq!(drain(&mut b), vec![(1, 0)]);
+        assert_eq!(b.poll_timeout(), Some(ms(21)), "initial hold 20 ms from the first held packet");
+        assert_eq!(b.push(ms(5), 1, Seq16(1), 1), Pushed::InOrder);
+        assert_eq!(drain(&mut b), vec![(1, 1), (1, 2), (1, 3)]);
+        assert_eq!(b.poll_timeout(), None);
+        let s = *b.stats();
+        assert_eq!((s.recovered, s.skipped, s.held_now, s.max_hold_observed), (1, 0, 0, Duration::from_millis(4)));
+        // One sample of 4 ms: R = 4, V = 2, A unknown (no in-order spacing yet) -> 4 + 8 = 12 ms.
+        assert_eq!(b.hold(&1), Some(Duration::from_millis(12)));
+    }
+
+    #[test]
+    fn deadline_gives_up_on_the_missing_packet() {
+        let mut b = buf();
+        b.push(ms(0), 1, Seq16(10), 0);
+        b.push(ms(1), 1, Seq16(12), 2);
+        b.push(ms(2), 1, Seq16(14), 4);
+        drain(&mut b);
+        b.handle_timeout(ms(20));
+        assert!(drain(&mut b).is_empty(), "deadline is 21 ms");
+        b.handle_timeout(ms(21));
+        assert_eq!(drain(&mut b), vec![(1, 12)]);
+        assert_eq!(b.poll_timeout(), Some(ms(22)), "the next held packet has its own deadline");
+        b.handle_timeout(ms(22));
+        assert_eq!(drain(&mut b), vec![(1, 14)]);
+        assert_eq!(b.stats().skipped, 2);
+        assert_eq!(b.expected(&1), Some(Seq16(15)));
+        // The skipped packet turns up: late, dropped, and the hold learns from it (21 ms after the gap opened).
+        assert_eq!(b.push(ms(22), 1, Seq16(11), 1), Pushed::Late);
+        assert_eq!(b.stats().late, 1);
+        assert_eq!(b.hold(&1), Some(Duration::from_micros(21_000 + 10_500 * 4)));
+    }
+
+    #[test]
+    fn duplicates_are_dropped() {
+        let mut b = buf();
+        b.push(ms(0), 1, Seq16(0), 0);
+        b.push(ms(1), 1, Seq16(2), 2);
+        assert_eq!(b.push(ms(2), 1, Seq16(0), 0), Pushed::Duplicate, "already released");
+        assert_eq!(b.push(ms(2), 1, Seq16(2), 2), Pushed::Duplicate, "already held");
+        b.push(ms(3), 1, Seq16(1), 1);
+        assert_eq!(b.push(ms(4), 1, Seq16(1), 1), Pushed::Duplicate);
+        assert_eq!(drain(&mut b), vec![(1, 0), (1, 1), (1, 2)]);
+        assert_eq!(b.stats().duplicates, 3);
+    }
+
+    #[test]
+    fn a_gap_in_one_flow_does_not_block_another() {
+        let mut b = buf();
+        b.push(ms(0), 1, Seq16(0), 0);
+        b.push(ms(0), 2, Seq16(0), 0);
+        b.push(ms(1), 1, Seq16(5), 5);
+        for i in 1..10u16 {
+            b.push(ms(1 + u64::from(i)), 2, Seq16(i), 0);
+        }
+        let out = drain(&mut b);
+        assert_eq!(out.len(), 11);
+        assert!(out.iter().all(|&(f, s)| f == 2 || s == 0));
+        assert_eq!(b.held(&1), 1);
+        assert_eq!(b.flows(), 2);
+    }
+
+    #[test]
+    fn order_survives_the_16_bit_wrap() {
+        let mut b = buf();
+        b.push(ms(0), 1, Seq16(65_534), 0);
+        b.push(ms(1), 1, Seq16(1), 0);
+        b.push(ms(2), 1, Seq16(0), 0);
+        b.push(ms(3), 1, Seq16(65_535), 0);
+        assert_eq!(drain(&mut b), vec![(1, 65_534), (1, 65_535), (1, 0), (1, 1)]);
+        assert_eq!(b.push(ms(4), 1, Seq16(65_535), 0), Pushed::Duplicate);
+    }
+
+    #[test]
+    fn stray_out_of_window_packet_is_dropped_and_a_run_restarts_the_flow() {
+        let mut b = buf();
+        b.push(ms(0), 1, Seq16(0), 0);
+        b.push(ms(1), 1, Seq16(2), 2);
+        assert_eq!(b.push(ms(2), 1, Seq16(30_000), 9), Pushed::OutOfWindow);
+        assert_eq!(b.push(ms(3), 1, Seq16(1), 1), Pushed::InOrder, "an in-window packet resets the run");
+        assert_eq!(b.push(ms(4), 1, Seq16(3), 3), Pushed::InOrder);
+        assert_eq!(b.push(ms(5), 1, Seq16(5), 5), Pushed::Held);
+        assert_eq!(b.push(ms(6), 1, Seq16(40_000), 0), Pushed::OutOfWindow);
+        assert_eq!(b.push(ms(7), 1, Seq16(40_001), 0), Pushed::OutOfWindow);
+        assert_eq!(b.push(ms(8), 1, Seq16(40_002), 0), Pushed::Restarted);
+        assert_eq!(drain(&mut b), vec![(1, 0), (1, 1), (1, 2), (1, 3), (1, 5), (1, 40_002)]);
+        assert_eq!(b.push(ms(9), 1, Seq16(40_003), 0), Pushed::InOrder);
+        assert_eq!(b.push(ms(9), 1, Seq16(40_002), 0), Pushed::Duplicate);
+        let s = *b.stats();
+        assert_eq!((s.out_of_window, s.restarts, s.skipped), (3, 1, 1));
+    }
+
+    #[test]
+    fn overflow_gives_up_the_oldest_gap_early() {
+        let cfg = ReorderConfig { max_held_per_flow: 2, ..ReorderConfig::default() };
+        let mut b: ReorderBuffer<u32, u32> = ReorderBuffer::new(cfg).unwrap();
+        b.push(ms(0), 1, Seq16(0), 0);
+        b.push(ms(1), 1, Seq16(2), 0);
+        b.push(ms(1), 1, Seq16(4), 0);
+        b.push(ms(1), 1, Seq16(6), 0);
+        assert_eq!(drain(&mut b), vec![(1, 0), (1, 2)]);
+        assert_eq!(b.held(&1), 2);
+        assert_eq!((b.stats().overflow_releases, b.stats().skipped), (1, 1));
+    }
+
+    #[test]
+    fn hold_adapts_and_stays_within_bounds() {
+        let cfg = ReorderConfig { min_hold: Duration::from_millis(5), ..ReorderConfig::default() };
+        let mut b: ReorderBuffer<u32, u32> = ReorderBuffer::new(cfg).unwrap();
+        // In-order spacing 1 ms, then repeated 1 ms recoveries: R -> 1, V -> 0, A = 1 => 2 ms, clamped to 5.
+        let mut t = 0;
+        let mut s = 0u16;
+        for _ in 0..5 {
+            b.push(ms(t), 1, Seq16(s), 0);
+            t += 1;
+            s += 1;
+        }
+        for _ in 0..60 {
+            b.push(ms(t), 1, Seq16(s + 1), 0);
+            b.push(ms(t + 1), 1, Seq16(s), 0);
+            t += 2;
+            s += 2;
+        }
+        assert_eq!(b.hold(&1), Some(Duration::from_millis(5)));
+        // Recoveries of 500 ms (late arrivals): clamped to max_hold.
+        for _ in 0..20 {
+            b.push(ms(t), 1, Seq16(s + 1), 0);
+            t += 500;
+            b.push(ms(t), 1, Seq16(s), 0);
+            s += 2;
+        }
+        assert_eq!(b.hold(&1), Some(Duration::from_millis(200)));
+        assert_eq!(b.stats().held_now, 0);
+    }
+
+    #[test]
+    fn config_errors_are_named() {
+        let d = ReorderConfig::default();
+        let bad = |c: ReorderConfig| ReorderBuffer::<u8>::new(c).err();
+        assert_eq!(bad(ReorderConfig { min_hold: Duration::ZERO, ..d }), Some(ReorderConfigError::ZeroMinHold));
+        assert!(matches!(
+            bad(ReorderConfig { max_hold: Duration::from_micros(10), ..d }),
+            Some(ReorderConfigError::InvertedBounds { .. })
+        ));
+        assert!(matches!(
+            bad(ReorderConfig { initial_hold: Duration::from_secs(1), ..d }),
+            Some(ReorderConfigError::InitialOutOfBounds(_))
+        ));
+        assert_eq!(bad(ReorderConfig { max_held_per_flow: 0, ..d }), Some(ReorderConfigError::ZeroCapacity));
+        assert_eq!(bad(ReorderConfig { window: 1 << 15, ..d }), Some(ReorderConfigError::BadWindow(1 << 15)));
+        assert_eq!(bad(ReorderConfig { restart_after: 0, ..d }), Some(ReorderConfigError::ZeroRestart));
+        let msg = ReorderConfigError::InvertedBounds { min: Duration::from_millis(2), max: Duration::from_millis(1) };
+        assert!(msg.to_string().contains("max_hold"));
+    }
+
+    #[test]
+    fn flush_open_and_idle_removal() {
+        let mut b = buf();
+        b.open_flow(ms(0), 3, Seq16(50));
+        assert_eq!(b.push(ms(1), 3, Seq16(52), 0), Pushed::Held);
+        assert_eq!(b.push(ms(1), 3, Seq16(49), 0), Pushed::Late, "before the declared start");
+        b.flush(ms(2));
+        assert_eq!(drain(&mut b), vec![(3, 52)]);
+        assert_eq!(b.poll_timeout(), None);
+        assert_eq!(b.remove_idle(ms(3), Duration::from_millis(5)), 0);
+        assert_eq!(b.remove_idle(ms(6), Duration::from_millis(5)), 1);
+        assert_eq!(b.flows(), 0);
+    }
+
+    /// One flow's packets 0..n from `base`, nominally 100 us apart, each delayed, dropped or duplicated.
+    fn arrivals(base: u16, fates: &[(u8, u64)], flow: u32) -> Vec<(Instant, u32, Seq16, u32)> {
+        let mut v = Vec::new();
+        for (i, &(fate, delay_us)) in fates.iter().enumerate() {
+            let t = Instant(i as u64 * 100_000 + delay_us * 1_000);
+            let seq = Seq16(base).plus(i as u16);
+            match fate % 8 {
+                0 => {} // dropped
+                1 => {
+                    v.push((t, flow, seq, i as u32));
+                    v.push((t + Duration::from_micros(delay_us / 2 + 1), flow, seq, i as u32));
+                }
+                _ => v.push((t, flow, seq, i as u32)),
+            }
+        }
+        v
+    }
+
+    type Run = (ReorderBuffer<u32, u32>, Vec<Released<u32, u32>>, Vec<u32>);
+
+    /// Feeds the arrivals in time order; returns the buffer, what it released and the late items.
+    fn run(cfg: ReorderConfig, mut arr: Vec<(Instant, u32, Seq16, u32)>) -> Run {
+        arr.sort_by_key(|a| a.0);
+        let mut b = ReorderBuffer::new(cfg).unwrap();
+        let mut out = Vec::new();
+        let mut late = Vec::new();
+        for (t, f, s, x) in arr {
+            if b.push(t, f, s, x) == Pushed::Late {
+                late.push(x);
+            }
+            out.extend(std::iter::from_fn(|| b.poll_release()));
+        }
+        while let Some(t) = b.poll_timeout() {
+            b.handle_timeout(t);
+            out.extend(std::iter::from_fn(|| b.poll_release()));
+        }
+        (b, out, late)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// Any delays, drops and duplicates: per flow the output is strictly increasing, never
+        /// repeats, and every distinct packet that arrived is released or counted late exactly once.
+        #[test]
+        fn output_is_ordered_unique_and_complete(base in any::<u16>(),
+                fates in proptest::collection::vec((any::<u8>(), 0u64..60_000), 1..300)) {
+            let arr = arrivals(base, &fates, 1);
+            let distinct: std::collections::BTreeSet<u32> = arr.iter().map(|a| a.3).collect();
+            let (b, out, late) = run(ReorderConfig::default(), arr.clone());
+            for w in out.windows(2) {
+                prop_assert!(w[1].fseq.after(w[0].fseq), "{:?} then {:?}", w[0].fseq, w[1].fseq);
+            }
+            let released: std::collections::BTreeSet<u32> = out.iter().map(|r| r.item).collect();
+            prop_assert_eq!(released.len(), out.len(), "no duplicates");
+            let s = *b.stats();
+            prop_assert_eq!(s.held_now, 0);
+            prop_assert_eq!(s.released + s.late + s.duplicates, arr.len() as u64);
+            // Every distinct packet is either released or (all its copies) late, never both.
+            let late: std::collections::BTreeSet<u32> = late.into_iter().collect();
+            prop_assert!(released.is_disjoint(&late));
+            prop_assert_eq!(released.union(&late).count(), distinct.len());
+            prop_assert!(released.is_subset(&distinct));
+        }
+
+        /// If no packet is delayed by more than `min_hold`, nothing is given up on: every distinct
+        /// packet that arrived is released, across the 16-bit wrap.
+        #[test]
+        fn nothing_lost_when_delays_are_within_the_hold(base in 65_000u16.., start_first in any::<bool>(),
+                fates in proptest::collection::vec((any::<u8>(), 0u64..4_999), 1..300)) {
+            let cfg = ReorderConfig { min_hold: Duration::from_millis(5), initial_hold: Duration::from_millis(5),
+                ..ReorderConfig::default() };
+            let mut arr = arrivals(base, &fates, 1);
+            if start_first {
+                // The flow's first packet arrives first and anchors it.
+                arr.push((Instant::ZERO, 1, Seq16(base).plus(fates.len() as u16), u32::MAX));
+                arr.iter_mut().for_each(|a| if a.3 == u32::MAX { a.2 = Seq16(base.wrapping_sub(1)) });
+            }
+            let mut sorted = arr.clone();
+            sorted.sort_by_key(|a| a.0);
+            let mut b = ReorderBuffer::new(cfg).unwrap();
+            let anchor = if start_first { Seq16(base.wrapping_sub(1)) } else { Seq16(base) };
+            b.open_flow(Instant::ZERO, 1u32, anchor);
+            let mut out = Vec::new();
+            for (t, f, s, x) in sorted {
+                b.push(t, f, s, x);
+                out.extend(std::iter::from_fn(|| b.poll_release()));
+            }
+            while let Some(t) = b.poll_timeout() {
+                b.handle_timeout(t);
+                out.extend(std::iter::from_fn(|| b.poll_release()));
+            }
+            let distinct: std::collections::BTreeSet<u32> = arr.iter().map(|a| a.3).collect();
+            prop_assert_eq!(b.stats().late, 0);
+            prop_assert_eq!(out.len(), distinct.len());
+            for w in out.windows(2) {
+                prop_assert!(w[1].fseq.after(w[0].fseq));
+            }
+        }
+
+        /// Many flows, some with losses: a packet arriving in order in its flow is released by the very
+        /// push that delivered it, whatever the other flows hold.
+        #[test]
+        fn no_head_of_line_blocking_across_flows(
+                flows in proptest::collection::vec((any::<u16>(), proptest::collection::vec((any::<u8>(), 0u64..30_000), 1..60)), 2..8)) {
+            let mut arr = Vec::new();
+            for (f, (base, fates)) in flows.iter().enumerate() {
+                arr.extend(arrivals(*base, fates, f as u32));
+            }
+            arr.sort_by_key(|a| a.0);
+            let mut b: ReorderBuffer<u32, u32> = ReorderBuffer::new(ReorderConfig::default()).unwrap();
+            for (t, f, s, x) in arr {
+                // Deadlines due at `t` fire before the packet is looked at (push does the same).
+                b.handle_timeout(t);
+                b.poll_release();
+                let expected = b.expected(&f);
+                let r = b.push(t, f, s, x);
+                let out: Vec<_> = std::iter::from_fn(|| b.poll_release()).collect();
+                if expected.is_none_or(|e| e == s) {
+                    prop_assert_eq!(r, Pushed::InOrder);
+                    prop_assert!(out.iter().any(|o| o.flow == f && o.fseq == s));
+                }
+                prop_assert!(out.windows(2).all(|w| w[0].flow != w[1].flow || w[1].fseq.after(w[0].fseq)));
+            }
+        }
+    }
+}
