@@ -213,6 +213,7 @@ class Flow(_Model):
     rate_mbps: float | None = Field(default=None, gt=0)
     size: int = Field(default=1200, ge=28, le=65535)
     start_s: float = Field(default=0.0, ge=0)
+    delay_sensitive: bool = False
 
     @model_validator(mode="after")
     def _cbr_rate(self) -> Flow:
@@ -227,6 +228,16 @@ class Event(_Model):
     t_s: float = Field(ge=0)
     link: int = Field(ge=0)
     up: bool
+
+
+class Satguard(_Model):
+    """SATGUARD on every node (link-local retransmission; see docs/satguard.md). Only flows marked
+    `delay_sensitive` are protected unless `process_all` (partial traffic processing off)."""
+
+    buffer_bytes: int = Field(default=4_000_000, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=255)
+    timeout_ms: float = Field(default=20.0, gt=0)
+    process_all: bool = False
 
 
 class RouteChange(_Model):
@@ -255,6 +266,7 @@ class Scenario(_Model):
     flows: list[Flow] = Field(min_length=1)
     events: list[Event] = []
     routes: list[RouteChange] = []
+    satguard: Satguard | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> Scenario:
@@ -385,6 +397,7 @@ class Scenario(_Model):
             d["dst"] = self._node_index(f.dst, names, f"flows[{i}].dst")
             if f.rate_mbps is not None:
                 d["rate_bps"] = round(f.rate_mbps * 1e6)
+            d["tc"] = 0xB8 if f.delay_sensitive else 0  # DSCP EF marks delay-sensitive traffic
             out.append(d)
         return out
 
@@ -398,6 +411,7 @@ class Scenario(_Model):
             "links": [],
             "events": [],
             "routes": [],
+            "satguard": self.satguard.model_dump() if self.satguard is not None else None,
         }
 
     def _leo_core(self, loss: Any) -> dict[str, Any]:

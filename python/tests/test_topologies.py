@@ -145,3 +145,18 @@ def test_cli_interrupt_writes_partial_results(tmp_path):
     summ = json.loads(out)
     assert summ["complete"] is False and 0 < summ["simulated_s"] < 3000
     assert json.loads((tmp_path / "out" / "run.json").read_text())["complete"] is False
+
+
+def test_satguard_on_a_lossy_chain_hides_loss_from_a_marked_flow():
+    base = {
+        "duration_s": 6.0,
+        "topology": {"kind": "chain", "hops": 3, "rate_mbps": 50, "delay_ms": 5,
+                     "loss": {"model": "bernoulli", "p": 0.03}, "loss_on": "all"},
+        "flows": [{"kind": "cbr", "src": "n0", "dst": "n3", "rate_mbps": 2, "size": 1000, "delay_sensitive": True}],
+    }  # fmt: skip
+    plain = simulate(from_dict(base)).flows["endpoint_loss"][0]
+    guarded = simulate(from_dict({**base, "satguard": {}})).flows["endpoint_loss"][0]
+    assert plain > 0.05
+    assert guarded <= plain / 100
+    with pytest.raises(LeoguardError, match=r"satguard.buffer_bytes"):
+        from_dict({**base, "satguard": {"buffer_bytes": 0}})

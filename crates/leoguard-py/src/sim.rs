@@ -4,6 +4,7 @@
 use crate::{get, ground, need, options, LeoguardError, Node, PyConstellation};
 use leoguard_core::{Bps, Duration, Instant};
 use leoguard_sim::constellation::{ConstellationTopo, HostSpec};
+use leoguard_sim::schemes::satguard::SatguardOptions;
 use leoguard_sim::engine::QueueLimit;
 use leoguard_sim::leo::{LeoInterruption, LeoPath, LeoStep};
 use leoguard_sim::loss::{parse_plr_csv, LossSpec};
@@ -94,7 +95,13 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
             }
         };
         let start = secs(&format!("flows[{i}].start_s"), get(f, "start_s")?.unwrap_or(0.0))?;
-        flows.push(FlowSpec { src: need(f, "src")?, dst: need(f, "dst")?, kind, start: Instant(start.as_nanos()) });
+        flows.push(FlowSpec {
+            src: need(f, "src")?,
+            dst: need(f, "dst")?,
+            kind,
+            start: Instant(start.as_nanos()),
+            tc: get(f, "tc")?.unwrap_or(0),
+        });
     }
     let mut events = Vec::new();
     if let Some(es) = get::<Bound<'_, PyList>>(d, "events")? {
@@ -128,7 +135,27 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
         None => None,
         Some(c) => Some(constellation(&c, duration.as_secs_f64())?),
     };
+    let satguard = match get::<Bound<'_, PyDict>>(d, "satguard")? {
+        None => None,
+        Some(g) => {
+            let mut o = SatguardOptions::default();
+            if let Some(b) = get(&g, "buffer_bytes")? {
+                o.hop.buffer_bytes = b;
+            }
+            if let Some(r) = get(&g, "max_retries")? {
+                o.hop.max_retries = r;
+            }
+            if let Some(ms) = get::<f64>(&g, "timeout_ms")? {
+                o.hop.default_timeout = secs("satguard.timeout_ms", ms / 1e3)?;
+            }
+            if let Some(all) = get(&g, "process_all")? {
+                o.process_all = all;
+            }
+            Some(o)
+        }
+    };
     Ok(Scenario {
+        satguard,
         leo,
         constellation,
         routes,

@@ -446,6 +446,7 @@ mod tests {
             count: 20_000,
             sent: 0,
             start,
+            tc: 0,
         })
     }
 

@@ -47,7 +47,32 @@ pub struct Packet {
     pub sack: [(u64, u64); 3],
     /// Valid entries of `sack`.
     pub n_sack: u8,
+    /// Fields per-hop schemes carry in the network header (SATGUARD's HSeq/FSeq, LinkGuardian's seq).
+    pub net: NetFields,
 }
+
+/// Network-header fields of in-network schemes (IPv6 Traffic Class and Hop-by-Hop options on the
+/// wire, see leoguard-wire).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NetFields {
+    /// IPv6 Traffic Class (SATGUARD §3.5: operators mark delay-sensitive traffic here).
+    pub tc: u8,
+    /// Scheme flags (`NET_*`).
+    pub flags: u8,
+    /// Per-hop sequence number (SATGUARD HSeq, LinkGuardian seq), rewritten at every hop.
+    pub hseq: u16,
+    /// Per-flow sequence number set at the network entry (SATGUARD FSeq).
+    pub fseq: u16,
+}
+
+/// `NetFields::flags`: the packet carries an FSeq.
+pub const NET_FSEQ: u8 = 1;
+/// `NetFields::flags`: the packet carries an HSeq from the hop it just crossed.
+pub const NET_HSEQ: u8 = 2;
+/// `NetFields::flags`: link-local retransmission.
+pub const NET_RETX: u8 = 4;
+/// `NetFields::flags`: a link-local control packet (HAck, LinkGuardian ACK); never forwarded.
+pub const NET_CONTROL: u8 = 8;
 
 /// A pool of packet slots with a free list.
 #[derive(Debug, Default)]

@@ -229,6 +229,7 @@ mod tests {
                 count: 5000,
                 sent: 0,
                 start: Instant::ZERO,
+                tc: 0,
             }),
         );
         sim.attach(END_B, Box::<Sink>::default());

@@ -5,5 +5,6 @@ pub mod engine;
 pub mod leo;
 pub mod loss;
 pub mod scenario;
+pub mod schemes;
 pub mod sim;
 pub mod tcp_agent;

@@ -400,6 +400,10 @@ impl Sim {
     fn flush(&mut self, agent: u32) {
         let node = self.agents[agent as usize].node;
         let is_hook = self.hooks[node.0 as usize] == Some(agent);
+        // Timers first: handing the sends on may run the node's hook, which uses the same context.
+        for (at, token) in self.ctx.timers.drain(..) {
+            self.net.events.push(at.max(self.net.now), Event::Timer { agent, token });
+        }
         let mut sends = std::mem::take(&mut self.ctx.sends);
         for (p, kind) in sends.drain(..) {
             let id = self.net.pool.alloc(p);
@@ -409,9 +413,9 @@ impl Sim {
                 SendKind::Resume => self.handle_at(node, id),
             }
         }
-        self.ctx.sends = sends;
-        for (at, token) in self.ctx.timers.drain(..) {
-            self.net.events.push(at.max(self.net.now), Event::Timer { agent, token });
+        // Keep the allocation (a nested flush may have left its own, empty, vector in place).
+        if self.ctx.sends.capacity() < sends.capacity() {
+            self.ctx.sends = sends;
         }
     }
 
@@ -540,6 +544,8 @@ pub struct CbrSource {
     pub sent: u64,
     /// When the first packet leaves.
     pub start: Instant,
+    /// IPv6 Traffic Class of its packets.
+    pub tc: u8,
 }
 
 impl Agent for CbrSource {
@@ -563,6 +569,7 @@ impl Agent for CbrSource {
             size: self.size,
             dst: self.dst.0,
             sent_at: now,
+            net: crate::engine::NetFields { tc: self.tc, ..Default::default() },
             ..Default::default()
         });
         self.sent += 1;
@@ -632,6 +639,7 @@ mod tests {
             count,
             sent: 0,
             start: Instant::ZERO,
+            tc: 0,
         })
     }
 

@@ -46,6 +46,8 @@ pub struct TcpSource {
     pub tcp: TcpSender,
     /// Header bytes added to each segment on the wire.
     pub header: u32,
+    /// IPv6 Traffic Class of its packets.
+    pub tc: u8,
     /// Sampling interval of `samples` (zero: no sampling).
     pub sample_every: Duration,
     /// Sender state over time.
@@ -66,6 +68,7 @@ impl TcpSource {
             dst,
             tcp,
             header: 52,
+            tc: 0,
             sample_every,
             samples: Vec::new(),
             completed_at: None,
@@ -86,6 +89,7 @@ impl TcpSource {
                 dst: self.dst.0,
                 sent_at: now,
                 flags,
+                net: crate::engine::NetFields { tc: self.tc, ..Default::default() },
                 ..Default::default()
             });
         }
@@ -190,6 +194,8 @@ pub struct TcpSink {
     pub records: Vec<PacketRecord>,
     /// Whether to keep per-packet records.
     pub record: bool,
+    /// IPv6 Traffic Class of its ACKs.
+    pub tc: u8,
     timer_gen: u64,
     armed: Option<Instant>,
 }
@@ -197,7 +203,7 @@ pub struct TcpSink {
 impl TcpSink {
     /// A receiver of flow `flow` whose ACKs go to `peer`.
     pub fn new(flow: u32, peer: NodeId, tcp: TcpReceiver, record: bool) -> Self {
-        TcpSink { flow, peer, tcp, records: Vec::new(), record, timer_gen: 0, armed: None }
+        TcpSink { flow, peer, tcp, records: Vec::new(), record, tc: 0, timer_gen: 0, armed: None }
     }
 
     fn send_ack(&self, a: &Ack, ctx: &mut Ctx) {
@@ -212,6 +218,7 @@ impl TcpSink {
             dst: self.peer.0,
             sent_at: ctx.now(),
             flags: FLAG_ACK,
+            net: crate::engine::NetFields { tc: self.tc, ..Default::default() },
             ..Default::default()
         });
     }
