@@ -52,6 +52,9 @@ pub struct TcpSender {
     /// Retransmissions in send order, for RACK.
     retx: VecDeque<(u64, Instant)>,
     highest_sacked: u64,
+    /// Recent spans [lo, hi) in which every segment in flight is known SACKed (empty spans unused).
+    sacked_spans: [(u64, u64); 4],
+    sacked_spans_next: usize,
     /// Originals below this sequence number have been classified by the DupThresh scan.
     loss_scan_seq: u64,
     srtt: Option<Duration>,
@@ -86,6 +89,8 @@ impl TcpSender {
             lost: BinaryHeap::new(),
             retx: VecDeque::new(),
             highest_sacked: 0,
+            sacked_spans: [(0, 0); 4],
+            sacked_spans_next: 0,
             loss_scan_seq: 0,
             srtt: None,
             rttvar: Duration::ZERO,
@@ -293,26 +298,44 @@ impl TcpSender {
             self.snd_una = ack.cum;
         }
         for &(start, end) in &ack.sack[..usize::from(ack.n_sack.min(3))] {
+            // A block inside a span already known SACKed changes nothing (most ACKs repeat older blocks).
+            if self.sacked_spans.iter().any(|&(a, b)| a <= start && end <= b) {
+                continue;
+            }
             let first = self.flight.partition_point(|s| s.seq < start);
-            for i in first..self.flight.len() {
+            let mut i = first;
+            while i < self.flight.len() {
                 let s = &mut self.flight[i];
-                if s.seq + u64::from(s.len) > end {
+                let s_end = s.seq + u64::from(s.len);
+                if s_end > end {
                     break;
                 }
-                if !s.sacked {
-                    s.sacked = true;
-                    bytes_acked += u64::from(s.len);
-                    if !s.lost {
-                        self.pipe -= u64::from(s.len);
-                    }
-                    s.lost = false;
-                    if !s.retrans {
-                        rtt = Some(now.saturating_duration_since(s.sent_at));
-                    }
-                    let copy = *s;
-                    consider(&copy, &mut newest);
-                    self.highest_sacked = self.highest_sacked.max(end);
+                if s.sacked {
+                    // Skip the rest of a known SACKed span in one search instead of walking it.
+                    let seq = s.seq;
+                    i = match self.sacked_spans.iter().find(|&&(a, b)| a <= seq && s_end <= b) {
+                        Some(&(_, b)) => self.flight.partition_point(|t| t.seq + u64::from(t.len) <= b),
+                        None => i + 1,
+                    };
+                    continue;
                 }
+                s.sacked = true;
+                bytes_acked += u64::from(s.len);
+                if !s.lost {
+                    self.pipe -= u64::from(s.len);
+                }
+                s.lost = false;
+                if !s.retrans {
+                    rtt = Some(now.saturating_duration_since(s.sent_at));
+                }
+                let copy = *s;
+                consider(&copy, &mut newest);
+                self.highest_sacked = self.highest_sacked.max(end);
+                i += 1;
+            }
+            if i > first {
+                let last = &self.flight[i - 1];
+                self.note_sacked_span(self.flight[first].seq, last.seq + u64::from(last.len));
             }
         }
         if let Some(r) = rtt {
@@ -359,6 +382,20 @@ impl TcpSender {
             // RFC 6298 (5.3): restart the timer when new data is acknowledged.
             self.rto_deadline = (!self.flight.is_empty()).then_some(now + self.rto);
         }
+    }
+
+    /// Records that every segment in flight within [lo, hi) is SACKed. That stays true (SACKed marks
+    /// are never cleared and new segments start above `snd_nxt`), so a span may be kept until replaced:
+    /// one it contains, else the oldest.
+    fn note_sacked_span(&mut self, lo: u64, hi: u64) {
+        let slot = match self.sacked_spans.iter().position(|&(a, b)| lo <= a && b <= hi) {
+            Some(k) => k,
+            None => {
+                self.sacked_spans_next = (self.sacked_spans_next + 1) % self.sacked_spans.len();
+                self.sacked_spans_next
+            }
+        };
+        self.sacked_spans[slot] = (lo, hi);
     }
 
     fn rtt_sample(&mut self, r: Duration) {

@@ -190,3 +190,42 @@ proptest::proptest! {
         proptest::prop_assert_eq!(o.tx.snd_una(), 300_000);
     }
 }
+
+/// SACK blocks that repeat, grow, straddle a known span and merge across a filled hole count every
+/// segment once: the scoreboard's span shortcuts must not skip a segment that was never SACKed.
+#[test]
+fn sack_blocks_count_each_segment_once_as_they_grow_and_merge() {
+    let cfg = TcpConfig::default();
+    let m = u64::from(cfg.mss);
+    let mut tx = TcpSender::new(cfg, Box::new(Aimd { cwnd: 40 * m, mss: m }), None);
+    let t = Instant(1_000_000);
+    let mut sent = 0;
+    while tx.poll_transmit(t).is_some() {
+        sent += 1;
+    }
+    assert_eq!(sent, 40);
+    let ack = |blocks: &[(u64, u64)]| {
+        let mut sack = [(0, 0); 3];
+        for (k, &(a, b)) in blocks.iter().enumerate() {
+            sack[k] = (a * m, b * m);
+        }
+        Ack { cum: 0, sack, n_sack: blocks.len() as u8, rwnd: u64::MAX / 2 }
+    };
+    let steps: [&[(u64, u64)]; 7] = [
+        &[(20, 22)],                   // 20, 21: a span above the others
+        &[(2, 4), (20, 22)],           // 2, 3
+        &[(2, 6), (10, 11), (20, 22)], // 4, 5 and 10
+        &[(2, 6), (10, 11)],           // repeated blocks change nothing
+        &[(10, 13), (2, 6)],           // 11, 12
+        &[(1, 13), (20, 22)],          // hole 1 and 6..10 filled
+        &[(0, 30), (1, 13), (20, 22)], // 0 and every remaining one below 30
+    ];
+    for (k, blocks) in steps.iter().enumerate() {
+        tx.on_ack(Instant(2_000_000 + k as u64), &ack(blocks));
+    }
+    // Every segment of 0..30 is SACKed exactly once: the pipe holds just 30..40 (a segment counted
+    // twice would have underflowed it), and none is left marked lost for a retransmission.
+    assert_eq!(tx.in_flight(), 10 * m);
+    let next = tx.poll_transmit(Instant(3_000_000)).expect("the window has room");
+    assert_eq!((next.seq, next.retransmission), (40 * m, false));
+}
