@@ -1,1 +1,27 @@
 //! leoguard-wire: packet formats (parse/emit with byte-exact test vectors, fuzzed parsers).
+//!
+//! SATGUARD carries HSeq, HAck and FSeq, 16 bits each, in IPv6 Hop-by-Hop options (SATGUARD §3.6);
+//! LinkGuardian's sequence numbers and ACKs travel the same way. Every format is a validated `Repr`
+//! with `parse(&[u8]) -> Result<_, WireError>` and `emit(&self, &mut [u8]) -> Result<usize, _>`;
+//! parsers never panic on any input (STYLE.md rules 6-7). Byte layouts: docs/wire.md.
+
+pub mod error;
+pub mod hbh;
+pub mod ipv6;
+pub mod options;
+pub mod packet;
+pub mod pcap;
+pub mod udp;
+
+pub use error::{OptionAction, WireError};
+pub use hbh::HbhRepr;
+pub use ipv6::{
+    is_delay_sensitive_tc, read_traffic_class, write_traffic_class, Ipv6Repr, DSCP_EF, IPV6_HEADER_LEN,
+    NEXT_HEADER_HOP_BY_HOP, NEXT_HEADER_NONE, NEXT_HEADER_UDP, TC_DELAY_SENSITIVE,
+};
+pub use options::{
+    LeoOption, LinkGuardianAck, LinkGuardianLoss, LinkGuardianSeq, SatguardFlow, SatguardHack, SatguardHop, BEAM_NONE,
+};
+pub use packet::{Ipv6Packet, HACK_HOP_LIMIT};
+pub use pcap::PcapWriter;
+pub use udp::UdpPacket;

@@ -1,0 +1,108 @@
+//! A classic libpcap file writer (not pcapng): what tshark, Wireshark and tcpdump all read.
+//!
+//! Layout: a 24-byte global header (magic 0xa1b2c3d4 = microsecond timestamps, version 2.4, zone 0,
+//! sigfigs 0, snaplen, link type), then per packet a 16-byte record header (ts_sec, ts_usec,
+//! incl_len, orig_len) and the captured bytes. Everything is written little-endian; readers learn
+//! the byte order from the magic.
+
+use std::io::{self, Write};
+
+/// Magic number of a classic pcap file with microsecond timestamps.
+pub const PCAP_MAGIC: u32 = 0xa1b2_c3d4;
+/// Largest number of bytes stored per packet; longer packets are cut (orig_len keeps their length).
+pub const PCAP_SNAPLEN: u32 = 65_535;
+/// LINKTYPE_RAW: each record is a raw IPv4 or IPv6 packet, no link-layer header.
+pub const LINKTYPE_RAW: u32 = 101;
+
+/// Writes packets to a pcap file.
+#[derive(Debug)]
+pub struct PcapWriter<W: Write> {
+    out: W,
+}
+
+impl<W: Write> PcapWriter<W> {
+    /// Writes the global header to `out` and returns the writer.
+    pub fn new(mut out: W) -> io::Result<PcapWriter<W>> {
+        let mut h = [0u8; 24];
+        h[0..4].copy_from_slice(&PCAP_MAGIC.to_le_bytes());
+        h[4..6].copy_from_slice(&2u16.to_le_bytes());
+        h[6..8].copy_from_slice(&4u16.to_le_bytes());
+        // thiszone (8..12) and sigfigs (12..16) stay 0.
+        h[16..20].copy_from_slice(&PCAP_SNAPLEN.to_le_bytes());
+        h[20..24].copy_from_slice(&LINKTYPE_RAW.to_le_bytes());
+        out.write_all(&h)?;
+        Ok(PcapWriter { out })
+    }
+
+    /// Appends one packet captured at `t_ns` nanoseconds (since the epoch of the run's clock);
+    /// the timestamp is truncated to microseconds, the pcap resolution.
+    pub fn write_packet(&mut self, t_ns: u64, bytes: &[u8]) -> io::Result<()> {
+        let secs = u32::try_from(t_ns / 1_000_000_000)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "timestamp past 2106"))?;
+        let usecs = (t_ns % 1_000_000_000 / 1_000) as u32;
+        let orig_len = u32::try_from(bytes.len())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "packet longer than 4 GiB"))?;
+        let incl_len = orig_len.min(PCAP_SNAPLEN);
+        let mut h = [0u8; 16];
+        h[0..4].copy_from_slice(&secs.to_le_bytes());
+        h[4..8].copy_from_slice(&usecs.to_le_bytes());
+        h[8..12].copy_from_slice(&incl_len.to_le_bytes());
+        h[12..16].copy_from_slice(&orig_len.to_le_bytes());
+        self.out.write_all(&h)?;
+        self.out.write_all(&bytes[..incl_len as usize])
+    }
+
+    /// Flushes the underlying writer.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    /// Flushes and returns the underlying writer.
+    pub fn into_inner(mut self) -> io::Result<W> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn global_and_record_headers_byte_exact() {
+        let mut w = PcapWriter::new(Vec::new()).expect("vec");
+        // 1.500002999 s: pcap keeps microseconds, truncating the rest.
+        w.write_packet(1_500_002_999, &[0x60, 0, 0, 0]).expect("vec");
+        let out = w.into_inner().expect("vec");
+        let expected: [u8; 44] = [
+            0xD4, 0xC3, 0xB2, 0xA1, // magic 0xa1b2c3d4, little-endian
+            0x02, 0x00, 0x04, 0x00, // version 2.4
+            0x00, 0x00, 0x00, 0x00, // thiszone 0 (UTC)
+            0x00, 0x00, 0x00, 0x00, // sigfigs 0
+            0xFF, 0xFF, 0x00, 0x00, // snaplen 65535
+            0x65, 0x00, 0x00, 0x00, // link type 101, LINKTYPE_RAW
+            0x01, 0x00, 0x00, 0x00, // ts_sec 1
+            0x22, 0xA1, 0x07, 0x00, // ts_usec 500002 = 0x0007a122
+            0x04, 0x00, 0x00, 0x00, // incl_len 4
+            0x04, 0x00, 0x00, 0x00, // orig_len 4
+            0x60, 0x00, 0x00, 0x00, // the packet
+        ];
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn long_packets_are_cut_at_snaplen() {
+        let mut w = PcapWriter::new(Vec::new()).expect("vec");
+        w.write_packet(0, &vec![0xAB; 70_000]).expect("vec");
+        let out = w.into_inner().expect("vec");
+        assert_eq!(out.len(), 24 + 16 + 65_535);
+        assert_eq!(&out[32..40], &[0xFF, 0xFF, 0x00, 0x00, 0x70, 0x11, 0x01, 0x00]);
+        // 65535, 70000
+    }
+
+    #[test]
+    fn timestamps_past_2106_are_an_error_not_a_wrap() {
+        let mut w = PcapWriter::new(Vec::new()).expect("vec");
+        assert!(w.write_packet(u64::MAX, &[]).is_err());
+    }
+}
