@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from leoguard import _core
 from leoguard.errors import LeoguardError
 
 
@@ -397,7 +398,7 @@ class Scenario(_Model):
             d["dst"] = self._node_index(f.dst, names, f"flows[{i}].dst")
             if f.rate_mbps is not None:
                 d["rate_bps"] = round(f.rate_mbps * 1e6)
-            d["tc"] = 0xB8 if f.delay_sensitive else 0  # DSCP EF marks delay-sensitive traffic
+            d["tc"] = _core.TC_DELAY_SENSITIVE if f.delay_sensitive else 0  # DSCP EF, as on the wire
             out.append(d)
         return out
 

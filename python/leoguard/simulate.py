@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from leoguard import _core
@@ -181,10 +180,19 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
         raw["packets"], schema_overrides={"seq": pl.UInt64, "sent_ns": pl.UInt64, "received_ns": pl.UInt64}
     )
     packets = packets.with_columns(((pl.col("received_ns") - pl.col("sent_ns")).cast(pl.Float64) / 1e6).alias("owd_ms"))
+    # One pass over the packets for every flow's OWD percentiles (linear interpolation, as numpy's).
+    owd = {
+        row["flow"]: (round(row["p50"], 4), round(row["p99"], 4))
+        for row in packets.group_by("flow")
+        .agg(
+            pl.col("owd_ms").quantile(0.5, "linear").alias("p50"),
+            pl.col("owd_ms").quantile(0.99, "linear").alias("p99"),
+        )
+        .iter_rows(named=True)
+    }
     rows = []
     for i, (f, fc, r) in enumerate(zip(scenario.flows, spec["flows"], raw["flows"], strict=True)):
-        owd = packets.filter(pl.col("flow") == i)["owd_ms"].to_numpy()
-        p50, p99 = (round(float(np.percentile(owd, q)), 4) if owd.size else None for q in (50, 99))
+        p50, p99 = owd.get(i, (None, None))
         rows.append(
             {
                 "flow": i,

@@ -424,6 +424,7 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_class::<PySimRun>()?;
+    m.add("TC_DELAY_SENSITIVE", leoguard_sim::schemes::satguard::TC_DELAY_SENSITIVE)?;
     m.add("CONGESTION_CONTROLS", leoguard_proto::cc::ALGORITHMS.to_vec())?;
     Ok(())
 }

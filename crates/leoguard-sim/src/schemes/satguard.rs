@@ -8,16 +8,30 @@ use crate::engine::{LinkId, Packet, NET_CONTROL, NET_FSEQ, NET_HSEQ, NET_RETX};
 use crate::sim::{Agent, Ctx};
 use leoguard_core::{Instant, Seq16};
 use leoguard_proto::satguard::hop::{HAck, HopConfig, HopError, HopReceiver, HopSender};
+use leoguard_wire::{
+    HbhRepr, SatguardFlow, SatguardHack, SatguardHop, IPV6_HEADER_LEN, NEXT_HEADER_NONE, NEXT_HEADER_UDP,
+};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Traffic Class value that marks delay-sensitive traffic (DSCP EF, 46 << 2).
-pub const TC_DELAY_SENSITIVE: u8 = 0xB8;
-/// Bytes the Hop-by-Hop options header adds to a protected packet (leoguard-wire: HSeq + FSeq
-/// options padded to 16 bytes).
-pub const HBH_BYTES: u32 = 16;
-/// Size of a HAck packet: IPv6 header (40) + Hop-by-Hop header with the HAck option (16).
-pub const HACK_BYTES: u32 = 56;
+/// Traffic Class value that marks delay-sensitive traffic (DSCP EF), as on the wire.
+pub use leoguard_wire::TC_DELAY_SENSITIVE;
+
+/// Bytes the Hop-by-Hop options header adds to a protected packet: the wire format's header with the
+/// HSeq and FSeq options.
+fn hbh_bytes() -> u32 {
+    let mut h = HbhRepr::new(NEXT_HEADER_UDP);
+    h.hop = Some(SatguardHop::default());
+    h.flow = Some(SatguardFlow::default());
+    h.buffer_len() as u32
+}
+
+/// Size of a HAck packet: the IPv6 header plus a Hop-by-Hop header with the HAck option.
+fn hack_bytes() -> u32 {
+    let mut h = HbhRepr::new(NEXT_HEADER_NONE);
+    h.hack = Some(SatguardHack::default());
+    (IPV6_HEADER_LEN + h.buffer_len()) as u32
+}
 
 /// SATGUARD switches and parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -63,6 +77,36 @@ pub struct SatguardStats {
     pub timer_runs: u64,
 }
 
+impl std::ops::AddAssign for SatguardStats {
+    fn add_assign(&mut self, o: SatguardStats) {
+        // Destructured so that a new counter cannot be forgotten here.
+        let SatguardStats {
+            protected,
+            unprotected,
+            fseq_stamped,
+            retransmissions,
+            given_up,
+            duplicates,
+            hacks_sent,
+            hack_bytes,
+            orphaned,
+            rehomed,
+            timer_runs,
+        } = o;
+        self.protected += protected;
+        self.unprotected += unprotected;
+        self.fseq_stamped += fseq_stamped;
+        self.retransmissions += retransmissions;
+        self.given_up += given_up;
+        self.duplicates += duplicates;
+        self.hacks_sent += hacks_sent;
+        self.hack_bytes += hack_bytes;
+        self.orphaned += orphaned;
+        self.rehomed += rehomed;
+        self.timer_runs += timer_runs;
+    }
+}
+
 /// The SATGUARD hook of one node.
 #[derive(Debug)]
 pub struct SatguardHook {
@@ -75,12 +119,16 @@ pub struct SatguardHook {
     orphans: Vec<Packet>,
     timer_gen: u64,
     armed: Option<Instant>,
+    hbh_bytes: u32,
+    hack_bytes: u32,
     /// Counters.
     pub stats: SatguardStats,
 }
 
+/// A packet's end-to-end identity for duplicate suppression: flow, direction and FSeq (FSeq runs per
+/// flow and destination; a flow has two ends, so the low 16 bits of the destination tell them apart).
 fn key(p: &Packet) -> u64 {
-    (u64::from(p.flow) << 32) | (u64::from(p.dst) << 16) | u64::from(p.net.fseq)
+    (u64::from(p.flow) << 32) | (u64::from(p.dst & 0xFFFF) << 16) | u64::from(p.net.fseq)
 }
 
 impl SatguardHook {
@@ -96,6 +144,8 @@ impl SatguardHook {
             orphans: Vec::new(),
             timer_gen: 0,
             armed: None,
+            hbh_bytes: hbh_bytes(),
+            hack_bytes: hack_bytes(),
             stats: SatguardStats::default(),
         })
     }
@@ -109,27 +159,18 @@ impl SatguardHook {
         self.senders.entry(link.0).or_insert_with(|| HopSender::new(cfg).expect("validated in SatguardHook::new"))
     }
 
-    /// Sends due retransmissions and re-arms the single hook timer.
-    fn pump(&mut self, link: LinkId, ctx: &mut Ctx) {
-        let now = ctx.now();
-        let s = self.sender(link);
-        let mut out = Vec::new();
-        while let Some(r) = s.poll_retransmit(now) {
+    /// Sends the due retransmissions of one sender and counts what it gave up.
+    fn pump(s: &mut HopSender<Packet>, link: LinkId, stats: &mut SatguardStats, ctx: &mut Ctx) {
+        while let Some(r) = s.poll_retransmit(ctx.now()) {
             let mut p = r.item;
             p.net.hseq = r.hseq.0;
             p.net.flags |= NET_HSEQ | NET_RETX;
-            out.push(p);
-        }
-        let mut given_up = 0;
-        while s.poll_lost().is_some() {
-            given_up += 1;
-        }
-        self.stats.given_up += given_up;
-        self.stats.retransmissions += out.len() as u64;
-        for p in out {
+            stats.retransmissions += 1;
             ctx.send_on(link, p);
         }
-        self.arm(ctx);
+        while s.poll_lost().is_some() {
+            stats.given_up += 1;
+        }
     }
 
     fn arm(&mut self, ctx: &mut Ctx) {
@@ -159,10 +200,9 @@ impl Agent for SatguardHook {
         }
         self.armed = None;
         self.stats.timer_runs += 1;
-        let links: Vec<u32> = self.senders.keys().copied().collect();
-        for l in links {
-            self.sender(LinkId(l)).handle_timeout(ctx.now());
-            self.pump(LinkId(l), ctx);
+        for (&l, s) in &mut self.senders {
+            s.handle_timeout(ctx.now());
+            Self::pump(s, LinkId(l), &mut self.stats, ctx);
         }
         self.arm(ctx);
     }
@@ -171,11 +211,12 @@ impl Agent for SatguardHook {
         if p.net.flags & NET_CONTROL != 0 {
             // A HAck for our sender on the data link it names.
             let data_link = LinkId(p.seq as u32);
-            if self.senders.contains_key(&data_link.0) {
+            if let Some(s) = self.senders.get_mut(&data_link.0) {
                 let hack =
                     HAck { start: Seq16(p.ack as u16), end: Seq16((p.ack >> 16) as u16), beam: (p.ack >> 32) as u16 };
-                self.sender(data_link).on_hack(ctx.now(), &hack);
-                self.pump(data_link, ctx);
+                s.on_hack(ctx.now(), &hack);
+                Self::pump(s, data_link, &mut self.stats, ctx);
+                self.arm(ctx);
             }
             return false;
         }
@@ -194,7 +235,7 @@ impl Agent for SatguardHook {
                     flow: p.flow,
                     seq: u64::from(link.0),
                     ack: u64::from(h.start.0) | (u64::from(h.end.0) << 16) | (u64::from(h.beam) << 32),
-                    size: HACK_BYTES,
+                    size: self.hack_bytes,
                     dst: u32::MAX,
                     sent_at: ctx.now(),
                     net: crate::engine::NetFields { flags: NET_CONTROL, ..Default::default() },
@@ -202,7 +243,7 @@ impl Agent for SatguardHook {
                 },
             );
             self.stats.hacks_sent += 1;
-            self.stats.hack_bytes += u64::from(HACK_BYTES);
+            self.stats.hack_bytes += u64::from(self.hack_bytes);
         }
         if got.duplicate {
             self.stats.duplicates += 1;
@@ -210,7 +251,7 @@ impl Agent for SatguardHook {
         }
         if p.dst == ctx.node().0 && p.net.flags & NET_FSEQ != 0 {
             // Leaving the network here: the options header comes off.
-            p.size = p.size.saturating_sub(HBH_BYTES);
+            p.size = p.size.saturating_sub(self.hbh_bytes);
         }
         true
     }
@@ -226,7 +267,7 @@ impl Agent for SatguardHook {
             p.net.fseq = f.0;
             *f = f.next();
             p.net.flags |= NET_FSEQ;
-            p.size += HBH_BYTES;
+            p.size += self.hbh_bytes;
             self.stats.fseq_stamped += 1;
         }
         let copy = *p;
@@ -256,5 +297,15 @@ impl Agent for SatguardHook {
             }
         }
         self.arm(ctx);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn header_sizes_come_from_the_wire_format() {
+        // docs/satguard.md and docs/wire.md: HSeq + FSeq options in 16 bytes, a HAck packet 56 bytes.
+        assert_eq!(super::hbh_bytes(), 16);
+        assert_eq!(super::hack_bytes(), 56);
     }
 }
