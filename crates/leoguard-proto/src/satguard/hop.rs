@@ -21,6 +21,9 @@
 use leoguard_core::{Duration, Instant, Seq16};
 use std::collections::{HashSet, VecDeque};
 
+/// Longest run a HAck reports, HSeqs (well inside the sender's 2^14 acceptance window).
+const RUN_CAP: u16 = 0x2000;
+
 /// Configuration of one hop's sender.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HopConfig {
@@ -314,7 +317,9 @@ impl<T> HopSender<T> {
         }
         let mut from = if hack.start.before(self.front) { self.front } else { hack.start };
         if let Some((s, e)) = self.last_hack {
-            if s == hack.start && !e.before(from) {
+            // The part of this interval the last HAck covered is acknowledged already (the run
+            // grew, or its start moved up with the receiver's cap).
+            if hack.start.within(s, e) && !e.before(from) {
                 from = e.next();
             }
         }
@@ -480,7 +485,13 @@ impl HopReceiver {
             Some((s, e)) if hseq.within(s, e) => (s, e),
             _ => (hseq, hseq),
         });
-        let (start, end) = self.run.expect("set above");
+        let (mut start, end) = self.run.expect("set above");
+        // The sender only accepts intervals within its last 2^14 HSeqs; a long loss-free run keeps
+        // its recent part (everything older was acknowledged by earlier HAcks of the same run).
+        if end.diff(start) > i32::from(RUN_CAP) {
+            start = Seq16(end.0.wrapping_sub(RUN_CAP));
+            self.run = Some((start, end));
+        }
         let hack = HAck { start, end, beam: self.beam };
         // Only a retransmission can duplicate a packet: first copies are never checked, only
         // remembered (a key set bounded to the last `window` packets).
