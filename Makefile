@@ -62,6 +62,7 @@ fmt: setup ## Format Rust and Python code
 bench: build ## Benchmarks: print figures, assert nothing
 	cargo bench -p leoguard-orbit --bench routing
 	cargo bench -p leoguard-sim --bench chain
+	cargo bench -p leoguard-proto --bench satguard
 	$(VENV)/bin/leoguard bench constellation --json
 	$(VENV)/bin/leoguard bench sim --json
 
