@@ -63,6 +63,13 @@ pub struct NetFields {
     pub hseq: u16,
     /// Per-flow sequence number set at the network entry (SATGUARD FSeq).
     pub fseq: u16,
+    /// Source route the packet follows (`NET_SR`): an index into the scheme's route table (SATGUARD
+    /// §3.6 moves buffers over ISLs by segment routing).
+    pub route: u32,
+    /// Position in that route: the index of the link the packet is on.
+    pub segment: u16,
+    /// What the scheme does with a source-routed packet at the route's end.
+    pub sr_kind: u8,
 }
 
 /// `NetFields::flags`: the packet carries an FSeq.
@@ -73,6 +80,10 @@ pub const NET_HSEQ: u8 = 2;
 pub const NET_RETX: u8 = 4;
 /// `NetFields::flags`: a link-local control packet (HAck, LinkGuardian ACK); never forwarded.
 pub const NET_CONTROL: u8 = 8;
+/// `NetFields::flags`: source-routed by a scheme over the links in `route` (never routed by nodes).
+pub const NET_SR: u8 = 16;
+/// `NetFields::flags`: sent from a buffer migrated from another node (SATGUARD §3.2).
+pub const NET_MIGRATED: u8 = 32;
 
 /// A pool of packet slots with a free list.
 #[derive(Debug, Default)]
@@ -325,6 +336,9 @@ pub struct Link {
     pub stats: LinkStats,
     queue: VecDeque<PacketId>,
     queued_bytes: u64,
+    /// Link-local control packets at the head of the queue (they go ahead of data: HAcks and
+    /// link-layer ACKs have their own, prioritised channel on real links).
+    queued_control: usize,
     /// Packet being serialised.
     tx: Option<PacketId>,
     /// Packets propagating, in arrival order, with their arrival times. Only the head has an event in
@@ -348,6 +362,7 @@ impl Link {
             stats: LinkStats::default(),
             queue: VecDeque::new(),
             queued_bytes: 0,
+            queued_control: 0,
             tx: None,
             wire: VecDeque::new(),
             epoch: 0,
@@ -369,6 +384,22 @@ impl Link {
     /// Bytes waiting (excluding the packet on the transmitter).
     pub fn queued_bytes(&self) -> u64 {
         self.queued_bytes
+    }
+
+    /// Whether a packet of `size` bytes offered now would find room (an idle transmitter or space in
+    /// the queue); a link that is down or loses the packet in transmission still "accepts" it.
+    pub fn has_room(&self, size: u32) -> bool {
+        self.tx.is_none()
+            || match self.limit {
+                QueueLimit::Bytes(b) => self.queued_bytes + u64::from(size) <= b,
+                QueueLimit::Packets(n) => self.queue.len() < n as usize,
+            }
+    }
+
+    /// How long a packet of `size` bytes offered now waits until its last bit is sent: the queue ahead
+    /// of it and its own serialisation (the packet on the transmitter is left out: at most one MTU).
+    pub fn egress_wait(&self, size: u32) -> Duration {
+        self.rate.transmission_time(Bytes(self.queued_bytes + u64::from(size))).unwrap_or(Duration::ZERO)
     }
 }
 
@@ -443,7 +474,13 @@ impl Network {
             l.stats.drops_queue += 1;
             return LinkOutput::Dropped(pkt, DropReason::Queue);
         }
-        l.queue.push_back(pkt);
+        if self.pool.get(pkt).net.flags & NET_CONTROL != 0 {
+            // Behind the control packets already waiting, ahead of all data.
+            l.queue.insert(l.queued_control, pkt);
+            l.queued_control += 1;
+        } else {
+            l.queue.push_back(pkt);
+        }
         l.queued_bytes += size;
         l.stats.max_queue_bytes = l.stats.max_queue_bytes.max(l.queued_bytes);
         LinkOutput::Pending
@@ -462,6 +499,7 @@ impl Network {
             self.events.push(at, Event::Arrive { link: id, pkt, epoch: l.epoch });
         }
         if let Some(next) = l.queue.pop_front() {
+            l.queued_control = l.queued_control.saturating_sub(1);
             let size = u64::from(self.pool.get(next).size);
             l.queued_bytes -= size;
             l.tx = Some(next);
@@ -505,6 +543,7 @@ impl Network {
             lost.extend(l.queue.drain(..));
             lost.extend(l.wire.drain(..).map(|(_, p)| p));
             l.queued_bytes = 0;
+            l.queued_control = 0;
             l.stats.drops_down += (lost.len() - before) as u64;
         }
     }

@@ -34,6 +34,7 @@ pub struct Ctx {
     node: NodeId,
     sends: Vec<(Packet, SendKind)>,
     timers: Vec<(Instant, u64)>,
+    wait: Duration,
 }
 
 impl Ctx {
@@ -60,6 +61,13 @@ impl Ctx {
     /// (Hooks) hands a held packet on at this node as if it had just arrived and passed the hook.
     pub fn resume(&mut self, p: Packet) {
         self.sends.push((p, SendKind::Resume));
+    }
+
+    /// (Hooks, in `on_depart`) how long the departing packet will wait before its last bit leaves the
+    /// node: the link's queue ahead of it plus its serialisation. A link-local timer starts there (a
+    /// sender's Tx buffer sees the packet leave the interface, not enter the queue). Zero elsewhere.
+    pub fn egress_wait(&self) -> Duration {
+        self.wait
     }
 
     /// Arms a timer that calls `on_timer(token)` at `at`.
@@ -194,6 +202,8 @@ pub struct Sim {
     controls: Vec<Vec<Control>>,
     driver: Option<Box<dyn Driver>>,
     driver_out: Vec<Control>,
+    /// The driver's first step is due when the run starts (before any agent sends).
+    drive_at_start: bool,
 }
 
 impl Sim {
@@ -301,7 +311,13 @@ impl Sim {
     /// Installs the topology driver, first run at `first`.
     pub fn set_driver(&mut self, driver: Box<dyn Driver>, first: Instant) {
         self.driver = Some(driver);
-        self.net.events.push(first, Event::Drive);
+        if !self.started && first <= self.net.now {
+            // Routes must exist before agents start at the same instant, or their first packets
+            // find no route (the initial window of a flow starting at 0 would be lost).
+            self.drive_at_start = true;
+        } else {
+            self.net.events.push(first, Event::Drive);
+        }
     }
 
     /// The topology driver, for reading its state after a run.
@@ -432,8 +448,17 @@ impl Sim {
             self.record_drop(id, None, None);
             return;
         };
-        if hook && !self.pass_hook(at, id, |a, p, c| a.on_depart(link, p, c)) {
-            return;
+        let l = &self.net.links[link.0 as usize];
+        let size = self.net.pool.get(id).size;
+        // A packet the queue turns away is a congestion drop at this node: it never reaches the
+        // interface, so per-hop schemes never see it leave (the drop is the endpoints' signal).
+        if hook && self.hooks[at.0 as usize].is_some() && l.has_room(size) {
+            self.ctx.wait = l.egress_wait(size);
+            let keep = self.pass_hook(at, id, |a, p, c| a.on_depart(link, p, c));
+            self.ctx.wait = Duration::ZERO;
+            if !keep {
+                return;
+            }
         }
         self.put_on(link, id);
     }
@@ -493,6 +518,9 @@ impl Sim {
     pub fn run(&mut self, end: Instant) {
         if !self.started {
             self.started = true;
+            if std::mem::take(&mut self.drive_at_start) {
+                self.drive();
+            }
             for a in 0..self.agents.len() {
                 self.with_agent(a as u32, |a, c| a.start(c));
             }
