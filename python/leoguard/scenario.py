@@ -135,11 +135,14 @@ class Host(_Model):
 class ConstellationTopology(_Model):
     """A whole constellation: every satellite and ISL, ground nodes that each attach to one satellite
     by their policy, hosts behind ground nodes; the orbit engine drives delays, routes and handovers as
-    the run goes. Node names: the ground places, the hosts, then the satellites."""
+    the run goes. Node names: the ground places, the hosts, then the satellites. Places listed in
+    `ground_stations` are gateways (one-to-one feeder links); the other places are user terminals,
+    whose satellite downlinks are one-to-many user links grouped by H3 beam cell."""
 
     kind: Literal["constellation"]
     constellation: str = "starlink-shell1"
     ground: list[str] = []
+    ground_stations: list[str] = []
     top_cities: int = Field(default=0, ge=0, le=1000)
     hosts: list[Host] = []
     policy: Literal["global-schedule", "nearest"] = "global-schedule"
@@ -156,6 +159,9 @@ class ConstellationTopology(_Model):
     def _some_ground(self) -> ConstellationTopology:
         if not self.ground and self.top_cities == 0:
             raise ValueError("give ground places (ground = [...]) and/or top_cities = N")
+        unknown = [g for g in self.ground_stations if g not in self.ground]
+        if unknown:
+            raise ValueError(f"ground_stations must name places listed in ground, not {unknown}")
         return self
 
     def places(self) -> list[Any]:
@@ -166,7 +172,8 @@ class ConstellationTopology(_Model):
         out = []
         for g in self.ground:
             p = place(g)
-            out.append(Place(g, p.lat_deg, p.lon_deg, p.role))
+            role = "ground-station" if g in self.ground_stations else p.role
+            out.append(Place(g, p.lat_deg, p.lon_deg, role))
         if len({p.name for p in out}) != len(out):
             raise LeoguardError(f"topology.ground lists a place twice: {self.ground}")
         seen = {(round(p.lat_deg, 3), round(p.lon_deg, 3)) for p in out}
@@ -232,13 +239,34 @@ class Event(_Model):
 
 
 class Satguard(_Model):
-    """SATGUARD on every node (link-local retransmission; see docs/satguard.md). Only flows marked
-    `delay_sensitive` are protected unless `process_all` (partial traffic processing off)."""
+    """SATGUARD on every node of the satellite network (see docs/satguard.md). Only flows marked
+    `delay_sensitive` are protected unless `process_all` (partial traffic processing off). Each
+    technique can be switched off for ablation: `migration` (handover-aware buffer migration, §3.2),
+    `beam_timers` (per-beam loss timers on user downlinks, §3.3; off: one fixed `timeout_ms` timer) and
+    `reorder` (the ground-side FSeq reorder buffer, §3.4)."""
 
     buffer_bytes: int = Field(default=4_000_000, gt=0)
     max_retries: int = Field(default=3, ge=0, le=255)
     timeout_ms: float = Field(default=20.0, gt=0)
     process_all: bool = False
+    migration: bool = True
+    beam_timers: bool = True
+    beam_guard_ms: float = Field(default=0.5, ge=0)
+    reorder: bool = True
+    reorder_initial_hold_ms: float = Field(default=20.0, gt=0)
+    reorder_min_hold_ms: float = Field(default=1.0, gt=0)
+    reorder_max_hold_ms: float = Field(default=200.0, gt=0)
+    commit_grace_ms: float = Field(default=50.0, ge=0)
+    dedup_window: int = Field(default=65_536, ge=1)
+
+    @model_validator(mode="after")
+    def _holds(self) -> Satguard:
+        lo, init, hi = self.reorder_min_hold_ms, self.reorder_initial_hold_ms, self.reorder_max_hold_ms
+        if not lo <= init <= hi:
+            raise ValueError(
+                f"reorder holds must satisfy min <= initial <= max, got {lo} <= {init} <= {hi} (ms)"
+            )
+        return self
 
 
 class RouteChange(_Model):

@@ -29,12 +29,14 @@ class Results:
     links: pl.DataFrame
     link_series: pl.DataFrame
     drops: pl.DataFrame
+    hops: pl.DataFrame
     packet_hops: int
     wall_s: float
     run_s: float
     simulated_s: float
     complete: bool = True
     meta: dict[str, Any] = field(default_factory=dict)
+    satguard: dict[str, int] | None = None
 
     def summary(self) -> dict[str, Any]:
         """One JSON-able object: the scenario, seed, and per flow goodput, losses, retransmissions, OWD."""
@@ -71,6 +73,7 @@ class Results:
                 "drops_down": int(self.links["drops_down"].sum()),
             },
             "loss_models": self.loss_models(),
+            **({"satguard": self.satguard} if self.satguard is not None else {}),
         }
 
     def loss_models(self) -> list[dict[str, Any]]:
@@ -98,7 +101,7 @@ class Results:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         out = {}
-        for name in ("flows", "series", "packets", "links", "link_series", "drops"):
+        for name in ("flows", "series", "packets", "links", "link_series", "drops", "hops"):
             p = d / f"{name}.parquet"
             getattr(self, name).write_parquet(p)
             out[name] = p
@@ -107,6 +110,7 @@ class Results:
             "scenario": self.scenario.model_dump(),
             "complete": self.complete,
             "simulated_s": self.simulated_s,
+            "satguard": self.satguard,
             **self.meta,
         }
         meta.write_text(json.dumps(info, indent=2, default=str))
@@ -240,8 +244,13 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
         series = series.with_columns(
             (pl.col("acked_bytes").diff().over("flow").cast(pl.Float64) * 8.0 / dt).fill_null(0.0).alias("goodput_bps")
         )
+    hops = pl.DataFrame(raw["hops"], schema_overrides={"from_node": pl.UInt32, "to_node": pl.UInt32})
+    hops = hops.with_columns(
+        pl.Series("from_name", [name(i) for i in raw["hops"]["from_node"]], dtype=pl.Utf8),
+        pl.Series("to_name", [name(i) for i in raw["hops"]["to_node"]], dtype=pl.Utf8),
+    )
     return Results(
         scenario, flows, series, packets, links, link_series,
         pl.DataFrame(raw["drops"], schema_overrides={"from_node": pl.UInt32, "to_node": pl.UInt32}),
-        raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta,
+        hops, raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta, raw.get("satguard"),
     )  # fmt: skip

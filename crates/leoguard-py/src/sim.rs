@@ -8,7 +8,7 @@ use leoguard_sim::engine::QueueLimit;
 use leoguard_sim::leo::{LeoInterruption, LeoPath, LeoStep};
 use leoguard_sim::loss::{parse_plr_csv, LossSpec};
 use leoguard_sim::scenario::{FlowKind, FlowSpec, LinkEvent, LinkSpec, RouteEvent, RunResult, Running, Scenario};
-use leoguard_sim::schemes::satguard::SatguardOptions;
+use leoguard_sim::schemes::satguard::{SatguardOptions, SatguardStats};
 use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -151,6 +151,35 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
             if let Some(all) = get(&g, "process_all")? {
                 o.process_all = all;
             }
+            if let Some(v) = get(&g, "migration")? {
+                o.migration = v;
+            }
+            if let Some(v) = get(&g, "beam_timers")? {
+                o.beam_timers = v;
+            }
+            if let Some(ms) = get::<f64>(&g, "beam_guard_ms")? {
+                o.beam_guard = secs("satguard.beam_guard_ms", ms / 1e3)?;
+            }
+            if let Some(ms) = get::<f64>(&g, "commit_grace_ms")? {
+                o.commit_grace = secs("satguard.commit_grace_ms", ms / 1e3)?;
+            }
+            if let Some(w) = get(&g, "dedup_window")? {
+                o.dedup_window = w;
+            }
+            if get::<bool>(&g, "reorder")? == Some(false) {
+                o.reorder = None;
+            } else if let Some(r) = o.reorder.as_mut() {
+                for (field, slot) in [
+                    ("reorder_initial_hold_ms", &mut r.initial_hold),
+                    ("reorder_min_hold_ms", &mut r.min_hold),
+                    ("reorder_max_hold_ms", &mut r.max_hold),
+                ] {
+                    if let Some(ms) = get::<f64>(&g, field)? {
+                        *slot = secs(&format!("satguard.{field}"), ms / 1e3)?;
+                    }
+                }
+            }
+            o.validate().map_err(|e| LeoguardError::new_err(e.to_string()))?;
             Some(o)
         }
     };
@@ -417,7 +446,109 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     ls.set_item("up", PyArray1::from_vec(py, lr.iter().map(|x| x.up).collect::<Vec<_>>()))?;
     out.set_item("link_series", ls)?;
     out.set_item("packet_hops", r.packet_hops)?;
+    if let Some(st) = &r.satguard {
+        out.set_item("satguard", satguard_dict(py, st)?)?;
+    }
+    let hops = PyDict::new(py);
+    let hr = &r.hops;
+    hops.set_item("from_node", hr.iter().map(|x| x.from).collect::<Vec<_>>())?;
+    hops.set_item("to_node", hr.iter().map(|x| x.to).collect::<Vec<_>>())?;
+    hops.set_item("user_link", hr.iter().map(|x| x.user_link).collect::<Vec<_>>())?;
+    hops.set_item("sent", hr.iter().map(|x| x.sent).collect::<Vec<_>>())?;
+    hops.set_item("retransmissions", hr.iter().map(|x| x.retransmissions).collect::<Vec<_>>())?;
+    hops.set_item("gap_losses", hr.iter().map(|x| x.gap_losses).collect::<Vec<_>>())?;
+    hops.set_item("timer_losses", hr.iter().map(|x| x.timer_losses).collect::<Vec<_>>())?;
+    hops.set_item("given_up", hr.iter().map(|x| x.given_up).collect::<Vec<_>>())?;
+    hops.set_item("evicted", hr.iter().map(|x| x.evicted).collect::<Vec<_>>())?;
+    hops.set_item("taken_at_link_down", hr.iter().map(|x| x.taken).collect::<Vec<_>>())?;
+    hops.set_item("hacks", hr.iter().map(|x| x.hacks).collect::<Vec<_>>())?;
+    hops.set_item("hacks_ignored", hr.iter().map(|x| x.hacks_ignored).collect::<Vec<_>>())?;
+    hops.set_item("max_buffer_bytes", hr.iter().map(|x| x.max_buffer_bytes).collect::<Vec<_>>())?;
+    out.set_item("hops", hops)?;
     Ok(out)
+}
+
+/// SATGUARD's network-wide counters as a dict (field names as in `SatguardStats`).
+fn satguard_dict<'py>(py: Python<'py>, st: &SatguardStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    // Destructured so that a new counter cannot be left out of the results.
+    let SatguardStats {
+        protected,
+        unprotected,
+        fseq_stamped,
+        retransmissions,
+        gap_losses,
+        timer_losses,
+        given_up,
+        evicted,
+        max_buffer_bytes,
+        duplicates,
+        hacks_sent,
+        hack_bytes,
+        hacks_ignored,
+        taken_at_link_down,
+        lost_at_link_down,
+        rehomed,
+        parked,
+        parked_dropped,
+        migrations,
+        migrated_packets,
+        migrated_bytes,
+        migration_commits,
+        migrated_retransmissions,
+        migration_missing,
+        migration_commit_timeouts,
+        migration_unroutable,
+        redirected,
+        exit_duplicates,
+        exit_held,
+        exit_late,
+        exit_out_of_window,
+        exit_skipped,
+        exit_recovered,
+        exit_max_hold_ns,
+        timer_runs,
+    } = *st;
+    for (k, v) in [
+        ("protected", protected),
+        ("unprotected", unprotected),
+        ("fseq_stamped", fseq_stamped),
+        ("retransmissions", retransmissions),
+        ("gap_losses", gap_losses),
+        ("timer_losses", timer_losses),
+        ("given_up", given_up),
+        ("evicted", evicted),
+        ("max_buffer_bytes", max_buffer_bytes),
+        ("duplicates", duplicates),
+        ("hacks_sent", hacks_sent),
+        ("hack_bytes", hack_bytes),
+        ("hacks_ignored", hacks_ignored),
+        ("taken_at_link_down", taken_at_link_down),
+        ("lost_at_link_down", lost_at_link_down),
+        ("rehomed", rehomed),
+        ("parked", parked),
+        ("parked_dropped", parked_dropped),
+        ("migrations", migrations),
+        ("migrated_packets", migrated_packets),
+        ("migrated_bytes", migrated_bytes),
+        ("migration_commits", migration_commits),
+        ("migrated_retransmissions", migrated_retransmissions),
+        ("migration_missing", migration_missing),
+        ("migration_commit_timeouts", migration_commit_timeouts),
+        ("migration_unroutable", migration_unroutable),
+        ("redirected", redirected),
+        ("exit_duplicates", exit_duplicates),
+        ("exit_held", exit_held),
+        ("exit_late", exit_late),
+        ("exit_out_of_window", exit_out_of_window),
+        ("exit_skipped", exit_skipped),
+        ("exit_recovered", exit_recovered),
+        ("exit_max_hold_ns", exit_max_hold_ns),
+        ("timer_runs", timer_runs),
+    ] {
+        d.set_item(k, v)?;
+    }
+    Ok(d)
 }
 
 /// Adds the simulator functions to the module.

@@ -21,7 +21,7 @@ use leoguard_orbit::attach::Slot;
 use leoguard_orbit::geo::{distance, light_delay_s, Vec3};
 use leoguard_orbit::routing::{Dijkstra, SnapshotGraph, NONE};
 use leoguard_orbit::timeline::attachment_schedule;
-use leoguard_orbit::{Constellation, GroundNode, OrbitError, Policy, TimelineOptions};
+use leoguard_orbit::{Constellation, GroundNode, OrbitError, Policy, Role, TimelineOptions};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -36,6 +36,64 @@ pub struct HostSpec {
     pub rate: Bps,
     /// One-way delay of its terrestrial link.
     pub delay: Duration,
+}
+
+/// One planned handover of a ground node, in simulator terms: a row of the connectivity cache that
+/// SATGUARD's buffer migration consults (§3.2: the operator's global scheduler pre-computes which
+/// satellite serves which ground node when, and satellites cache it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedHandover {
+    /// When the old ground link goes down.
+    pub t: Instant,
+    /// The ground node.
+    pub ground: NodeId,
+    /// The satellite serving it until `t`.
+    pub from: NodeId,
+    /// The satellite serving it after `t` (once the interruption is over).
+    pub to: NodeId,
+    /// The old downlink (`from` -> ground).
+    pub old_down: LinkId,
+    /// The new downlink (`to` -> ground).
+    pub new_down: LinkId,
+    /// ISLs from `from` to `to` on the shortest path at `t` (empty if none was found).
+    pub route: Vec<LinkId>,
+}
+
+/// What the topology tells in-network schemes about itself after [`ConstellationTopo::install`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TopoInfo {
+    /// Handovers with both an old and a new satellite, in time order.
+    pub handovers: Vec<PlannedHandover>,
+    /// All handovers the schedule has (including attachments from or to no satellite).
+    pub handover_count: usize,
+    /// Ground nodes are `0..grounds`; hosts follow; satellites start at `first_sat`.
+    pub grounds: u32,
+    /// First satellite node.
+    pub first_sat: u32,
+    /// Per ground node: its role.
+    pub roles: Vec<Role>,
+    /// Per ground node: a beam tag (user terminals: 1 + the index of its H3 cell among the terminals'
+    /// distinct cells; others 0, a one-to-one link).
+    pub beam_tags: Vec<u16>,
+    /// Per link: the ground node at its far end when it is a satellite-to-ground link.
+    pub downlink_ground: Vec<Option<u32>>,
+    /// Per link: whether it is a terrestrial host link (outside the satellite network).
+    pub terrestrial: Vec<bool>,
+    /// SATGUARD §3.3 beam timeouts thd = 2·d(cell centre, satellite)/c of each terminal for its
+    /// serving satellite, sampled every `step`: (ground, satellite) -> (first step index, samples).
+    pub beam_timeouts: BTreeMap<(u32, u32), (usize, Vec<Duration>)>,
+    /// Sampling interval of `beam_timeouts` (the routing step).
+    pub step: Duration,
+}
+
+impl TopoInfo {
+    /// The beam timeout of terminal `ground` served by satellite `sat` at `t` (the sample of the
+    /// routing step containing `t`), if known.
+    pub fn beam_timeout(&self, ground: u32, sat: u32, t: Instant) -> Option<Duration> {
+        let (first, v) = self.beam_timeouts.get(&(ground, sat))?;
+        let k = (t.as_nanos() / self.step.as_nanos().max(1)) as usize;
+        v.get(k.checked_sub(*first)?.min(v.len().saturating_sub(1))).copied()
+    }
 }
 
 /// The constellation topology.
@@ -144,9 +202,9 @@ impl ConstellationTopo {
     }
 
     /// Builds the links in `sim` (which must have `node_count()` nodes), schedules the handovers and
-    /// installs the routing driver for the flow ends `endpoints` (node ids). Returns the driver's
-    /// handover count.
-    pub fn install(&self, sim: &mut Sim, endpoints: &[u32]) -> Result<usize, TopoError> {
+    /// installs the routing driver for the flow ends `endpoints` (node ids). Returns what in-network
+    /// schemes need to know (the connectivity cache as links, link roles, beam timeouts).
+    pub fn install(&self, sim: &mut Sim, endpoints: &[u32]) -> Result<TopoInfo, TopoError> {
         self.validate()?;
         let c = &self.constellation;
         let (g_count, h_count) = (self.grounds.len(), self.hosts.len());
@@ -220,7 +278,7 @@ impl ConstellationTopo {
         let mut dests: Vec<u32> = endpoints.to_vec();
         dests.sort_unstable();
         dests.dedup();
-        let n = handovers.len();
+        let info = self.topo_info(sim, &per_ground, &handovers, &gsl, &isl_links, &host_links)?;
         let driver = ConstellationDriver {
             c: Arc::clone(c),
             grounds: self.grounds.iter().map(GroundNode::ecef).collect(),
@@ -245,7 +303,130 @@ impl ConstellationTopo {
             error: None,
         };
         sim.set_driver(Box::new(driver), Instant::ZERO);
-        Ok(n)
+        Ok(info)
+    }
+
+    /// The connectivity cache as simulator links, link roles and beam timeouts (see [`TopoInfo`]).
+    fn topo_info(
+        &self,
+        sim: &Sim,
+        per_ground: &[Vec<Slot>],
+        handovers: &[leoguard_orbit::attach::Handover],
+        gsl: &BTreeMap<(u32, u32), (LinkId, LinkId)>,
+        isl_links: &[(LinkId, LinkId)],
+        host_links: &[(LinkId, LinkId)],
+    ) -> Result<TopoInfo, TopoError> {
+        let c = &self.constellation;
+        let g_count = self.grounds.len() as u32;
+        let first_sat = self.sat_node(0).0;
+        let n_links = sim.net.links.len();
+        let mut info = TopoInfo {
+            handover_count: handovers.len(),
+            grounds: g_count,
+            first_sat,
+            roles: self.grounds.iter().map(|g| g.role).collect(),
+            downlink_ground: vec![None; n_links],
+            terrestrial: vec![false; n_links],
+            step: Duration::from_secs_f64(self.options.step_s),
+            ..Default::default()
+        };
+        for (&(g, _), &(_, down)) in gsl {
+            info.downlink_ground[down.0 as usize] = Some(g);
+        }
+        for &(up, down) in host_links {
+            info.terrestrial[up.0 as usize] = true;
+            info.terrestrial[down.0 as usize] = true;
+        }
+        // Beam tags: terminals in the same H3 cell share a beam.
+        let grid = leoguard_orbit::beams::CellGrid::new(leoguard_orbit::beams::DEFAULT_RESOLUTION)?;
+        let mut cells: Vec<u64> = Vec::new();
+        let mut centres: Vec<Option<Vec3>> = Vec::with_capacity(self.grounds.len());
+        for g in &self.grounds {
+            if g.role != Role::Terminal {
+                info.beam_tags.push(0);
+                centres.push(None);
+                continue;
+            }
+            let cell = grid.cell_of(g.pos.lat_deg, g.pos.lon_deg)?;
+            let k = cells.iter().position(|&x| x == cell).unwrap_or_else(|| {
+                cells.push(cell);
+                cells.len() - 1
+            });
+            info.beam_tags.push(u16::try_from(k + 1).unwrap_or(u16::MAX));
+            centres.push(Some(leoguard_orbit::beams::CellGrid::center(cell)?.to_ecef()));
+        }
+        let isl_of = |graph: &SnapshotGraph, v: u32, w: u32| -> Option<LinkId> {
+            graph.neighbours(v).iter().find(|x| x.0 == w).map(|&(_, k)| {
+                let (ab, ba) = isl_links[k as usize];
+                if c.isls()[k as usize].a == v {
+                    ab
+                } else {
+                    ba
+                }
+            })
+        };
+        // Migration routes: the shortest ISL path from the old to the new satellite at the handover.
+        let mut graph = SnapshotGraph::new(c);
+        let mut dj = Dijkstra::default();
+        let mut pos = Vec::new();
+        let mut path = Vec::new();
+        let secs = |s: f64| Instant((s.max(0.0) * 1e9).round() as u64);
+        for h in handovers {
+            let (Some(from), Some(to)) = (h.from, h.to) else { continue };
+            let (Some(&(_, old_down)), Some(&(_, new_down))) = (gsl.get(&(h.node, from)), gsl.get(&(h.node, to)))
+            else {
+                continue;
+            };
+            c.positions_into(h.t_s, &mut pos)?;
+            graph.update(c, &pos);
+            dj.run(&graph, &[(from, 0.0)]);
+            let mut route = Vec::new();
+            if dj.dist[to as usize].is_finite() {
+                dj.path_into(to, &mut path);
+                route = path.windows(2).filter_map(|w| isl_of(&graph, w[0], w[1])).collect();
+                if route.len() + 1 != path.len() {
+                    route.clear();
+                }
+            }
+            info.handovers.push(PlannedHandover {
+                t: secs(h.t_s),
+                ground: NodeId(h.node),
+                from: self.sat_node(from),
+                to: self.sat_node(to),
+                old_down,
+                new_down,
+                route,
+            });
+        }
+        info.handovers.sort_by_key(|h| (h.t, h.ground));
+        // Beam timeouts of every terminal's serving satellite at every routing step.
+        if centres.iter().any(Option::is_some) {
+            let steps = self.options.steps()?;
+            for k in 0..steps {
+                let t = k as f64 * self.options.step_s;
+                let mut have_pos = false;
+                for (g, centre) in centres.iter().enumerate() {
+                    let Some(centre) = centre else { continue };
+                    let Some(slot) = per_ground[g].iter().find(|s| s.start_s <= t + 1e-9 && t < s.end_s) else {
+                        continue;
+                    };
+                    if !have_pos {
+                        c.positions_into(t, &mut pos)?;
+                        have_pos = true;
+                    }
+                    let thd = Duration::from_secs_f64(2.0 * light_delay_s(distance(*centre, pos[slot.sat as usize])));
+                    let e = info.beam_timeouts.entry((g as u32, slot.sat)).or_insert((k, Vec::new()));
+                    // Steps between the first sample and this one (the same satellite serving again
+                    // later) repeat the last value.
+                    while e.0 + e.1.len() < k {
+                        let last = e.1.last().copied().unwrap_or(thd);
+                        e.1.push(last);
+                    }
+                    e.1.push(thd);
+                }
+            }
+        }
+        Ok(info)
     }
 }
 
@@ -403,7 +584,7 @@ impl Driver for ConstellationDriver {
 mod tests {
     use super::*;
     use crate::sim::{CbrSource, Sink};
-    use leoguard_orbit::{InterruptionModel, Role};
+    use leoguard_orbit::InterruptionModel;
 
     fn topo(policy: Policy, interruption: InterruptionModel) -> ConstellationTopo {
         let c = Constellation::preset("starlink-shell1").unwrap();
@@ -455,7 +636,7 @@ mod tests {
         let t = topo(Policy::starlink(leoguard_orbit::constellation::DEFAULT_EPOCH_UNIX_S), InterruptionModel::None);
         let mut sim = Sim::new(t.node_count(), 1);
         // New York -> London and Paris -> the server behind London, sharing London's ground node.
-        let handovers = t.install(&mut sim, &[0, 1, 2, 3]).unwrap();
+        let handovers = t.install(&mut sim, &[0, 1, 2, 3]).unwrap().handover_count;
         assert!(handovers > 0, "20 s crosses a 15 s epoch");
         sim.attach_flow(NodeId(0), 0, cbr(0, 1, Instant::ZERO));
         let a = sim.attach_flow(NodeId(1), 0, Box::<Sink>::default());

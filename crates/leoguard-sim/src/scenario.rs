@@ -285,6 +285,8 @@ pub struct RunResult {
     pub topology_error: Option<String>,
     /// SATGUARD's counters summed over all nodes (when it runs).
     pub satguard: Option<crate::schemes::satguard::SatguardStats>,
+    /// Per-hop counters of the in-network scheme, one row per directed link it sent on.
+    pub hops: Vec<crate::schemes::satguard::HopRow>,
 }
 
 impl Scenario {
@@ -441,9 +443,10 @@ impl Running {
         if let Some(leo) = &s.leo {
             leo.install(&mut sim)?;
         }
+        let mut topo_info = None;
         if let Some(c) = &s.constellation {
             let ends: Vec<u32> = s.flows.iter().flat_map(|f| [f.src, f.dst]).collect();
-            c.install(&mut sim, &ends)?;
+            topo_info = Some(c.install(&mut sim, &ends)?);
         }
         let mut dirs = Vec::new();
         let mut pairs = Vec::new();
@@ -475,16 +478,18 @@ impl Running {
         sim.sample_links(s.link_sample_every);
         let mut hooks = Vec::new();
         if let Some(opts) = &s.satguard {
-            // HAcks go back on the reverse direction of the link the data came in on.
-            let mut by_ends = std::collections::BTreeMap::new();
-            for (i, l) in sim.net.links.iter().enumerate() {
-                by_ends.entry((l.from, l.to)).or_insert(LinkId(i as u32));
-            }
-            let reverse: Vec<Option<LinkId>> =
-                sim.net.links.iter().map(|l| by_ends.get(&(l.to, l.from)).copied()).collect();
-            let reverse = std::sync::Arc::new(reverse);
-            for n in 0..s.nodes {
-                let hook = crate::schemes::satguard::SatguardHook::new(*opts, std::sync::Arc::clone(&reverse))
+            let net = match topo_info {
+                Some(info) => crate::schemes::satguard::SatguardNet::constellation(&sim, info),
+                None => crate::schemes::satguard::SatguardNet::generic(&sim),
+            };
+            // Hosts behind ground nodes are outside the satellite network: no hook there.
+            let hooked = match &s.constellation {
+                Some(c) => (0..s.nodes).filter(|&n| n < c.grounds.len() as u32 || n >= c.sat_node(0).0).collect(),
+                None => (0..s.nodes).collect::<Vec<u32>>(),
+            };
+            let net = std::sync::Arc::new(net);
+            for n in hooked {
+                let hook = crate::schemes::satguard::SatguardHook::new(*opts, std::sync::Arc::clone(&net), n)
                     .map_err(|e| invalid("satguard".into(), "", &e.to_string()))?;
                 hooks.push(sim.attach_hook(NodeId(n), Box::new(hook)));
             }
@@ -559,7 +564,9 @@ impl Running {
         if !self.hooks.is_empty() {
             let mut total = crate::schemes::satguard::SatguardStats::default();
             for &h in &self.hooks {
-                total += agent::<crate::schemes::satguard::SatguardHook>(&self.sim, h).stats;
+                let hook = agent::<crate::schemes::satguard::SatguardHook>(&self.sim, h);
+                total += hook.totals();
+                r.hops.extend(hook.hop_rows());
             }
             r.satguard = Some(total);
         }

@@ -1,17 +1,43 @@
-//! SATGUARD on a simulator node: one [`HopSender`] per outgoing link and one [`HopReceiver`] per
-//! incoming link (LL-ReTx, §3.1/§3.5), FSeq stamped where a packet enters the network (its first
-//! departure), HAcks sent back on the reverse link as link-local control packets, partial traffic
-//! processing by Traffic Class (§3.5), and re-homing of a ground node's pending packets onto its new
-//! link after a handover (the sender is on the ground, so nothing has to migrate).
+//! SATGUARD on a simulator node, every technique switchable for ablation:
+//!
+//! - LL-ReTx (§3.1/§3.5): one [`HopSender`] per outgoing link and one [`HopReceiver`] per incoming
+//!   link of the satellite network, FSeq stamped where a packet enters it, HAcks sent back on the
+//!   reverse link as link-local control packets (links serve them ahead of data), loss found by HAck
+//!   discontinuity on one-to-one links and by timers, retransmission with a new HSeq;
+//! - handover-aware buffer migration (§3.2, `migrate.rs`): the old satellite moves its buffer to the
+//!   new one ahead of a planned handover; packets for a link down in a handover wait in a network-layer
+//!   buffer instead of being lost, and packets reaching the old satellite after the handover are sent
+//!   on to the new one;
+//! - beam-based loss timers (§3.3): on one-to-many user downlinks gap detection is off and each beam
+//!   has its own timeout thd = 2·d(cell centre, satellite)/c, recomputed as the satellite moves (off:
+//!   one fixed timer, `hop.default_timeout`, as 802.11 LL-ReTx does);
+//! - ground-side order preserving (§3.4): a per-flow FSeq reorder buffer where packets leave the
+//!   satellite network; a packet whose gap the buffer had given up on passes late rather than being
+//!   dropped (off: packets leave as they come; duplicates are still dropped there);
+//! - partial traffic processing (§3.5): only delay-sensitive traffic (Traffic Class EF) is processed.
+//!
+//! A node's uplink sender stays on the ground across a handover: its pending packets are re-homed onto
+//! the new link when it comes up. Without migration a satellite's pending packets are lost when its
+//! link goes away (the baseline LL-ReTx failure the paper describes, Fig 8).
 
-use crate::engine::{LinkId, Packet, NET_CONTROL, NET_FSEQ, NET_HSEQ, NET_RETX};
+mod migrate;
+mod net;
+mod stats;
+
+pub use migrate::{commit_bytes, encap_bytes, SR_COMMIT, SR_COPY, SR_REDIRECT};
+pub use net::SatguardNet;
+pub use stats::{HopRow, SatguardStats};
+
+use crate::engine::{LinkId, Packet, NET_CONTROL, NET_FSEQ, NET_HSEQ, NET_MIGRATED, NET_RETX, NET_SR};
 use crate::sim::{Agent, Ctx};
-use leoguard_core::{Instant, Seq16};
+use leoguard_core::{Duration, Instant, Seq16};
 use leoguard_proto::satguard::hop::{HAck, HopConfig, HopError, HopReceiver, HopSender};
+use leoguard_proto::satguard::reorder::{Pushed, ReorderBuffer, ReorderConfig};
 use leoguard_wire::{
     HbhRepr, SatguardFlow, SatguardHack, SatguardHop, IPV6_HEADER_LEN, NEXT_HEADER_NONE, NEXT_HEADER_UDP,
 };
-use std::collections::BTreeMap;
+use migrate::{Inbox, Outgoing};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 /// Traffic Class value that marks delay-sensitive traffic (DSCP EF), as on the wire.
@@ -36,87 +62,104 @@ fn hack_bytes() -> u32 {
 /// SATGUARD switches and parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SatguardOptions {
-    /// Per-hop sender configuration.
+    /// Per-hop sender configuration (`default_timeout`: the backstop timer of one-to-one links and
+    /// the one fixed timer of user links without beam timers).
     pub hop: HopConfig,
     /// Process every packet (partial traffic processing off); else only delay-sensitive ones.
     pub process_all: bool,
-    /// Duplicate-suppression window of receivers, packets.
+    /// Duplicate-suppression window of receivers and of the exit without reordering, packets.
     pub dedup_window: usize,
+    /// Handover-aware buffer migration (§3.2).
+    pub migration: bool,
+    /// Beam-based timers on user downlinks (§3.3).
+    pub beam_timers: bool,
+    /// Slack added to thd for what 2·d/c leaves out (HAck serialisation, a packet on the reverse
+    /// transmitter, a terminal away from its cell centre).
+    pub beam_guard: Duration,
+    /// The ground-side reorder buffer (§3.4); `None` = off.
+    pub reorder: Option<ReorderConfig>,
+    /// How long the new satellite waits for a migration's commit once its link is up.
+    pub commit_grace: Duration,
 }
 
 impl Default for SatguardOptions {
     fn default() -> Self {
-        SatguardOptions { hop: HopConfig::default(), process_all: false, dedup_window: 65_536 }
+        SatguardOptions {
+            hop: HopConfig::default(),
+            process_all: false,
+            dedup_window: 65_536,
+            migration: true,
+            beam_timers: true,
+            beam_guard: Duration::from_micros(500),
+            reorder: Some(ReorderConfig::default()),
+            commit_grace: Duration::from_millis(50),
+        }
     }
 }
 
-/// Counters of one node.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SatguardStats {
-    /// Packets stamped with an HSeq on departure (first transmissions).
-    pub protected: u64,
-    /// Packets passed untouched (not delay-sensitive).
-    pub unprotected: u64,
-    /// FSeqs stamped (packets entering the network here).
-    pub fseq_stamped: u64,
-    /// Link-local retransmissions.
-    pub retransmissions: u64,
-    /// Packets given up after the retry bound.
-    pub given_up: u64,
-    /// Duplicates dropped by receivers.
-    pub duplicates: u64,
-    /// HAcks sent and their bytes.
-    pub hacks_sent: u64,
-    /// Bytes of HAcks sent.
-    pub hack_bytes: u64,
-    /// Pending packets whose link went down.
-    pub orphaned: u64,
-    /// Orphans sent again on a new link.
-    pub rehomed: u64,
-    /// Timer expiries handled.
-    pub timer_runs: u64,
+impl SatguardOptions {
+    /// Checks every field; errors name it.
+    pub fn validate(&self) -> Result<(), HopError> {
+        self.hop.validate()?;
+        if self.dedup_window == 0 {
+            return Err(HopError::Invalid {
+                field: "dedup_window",
+                value: "0".into(),
+                reason: "must be at least 1 packet",
+            });
+        }
+        if let Some(r) = &self.reorder {
+            r.validate().map_err(|e| HopError::Invalid {
+                field: "reorder",
+                value: format!("{r:?}"),
+                reason: reorder_reason(e),
+            })?;
+        }
+        Ok(())
+    }
 }
 
-impl std::ops::AddAssign for SatguardStats {
-    fn add_assign(&mut self, o: SatguardStats) {
-        // Destructured so that a new counter cannot be forgotten here.
-        let SatguardStats {
-            protected,
-            unprotected,
-            fseq_stamped,
-            retransmissions,
-            given_up,
-            duplicates,
-            hacks_sent,
-            hack_bytes,
-            orphaned,
-            rehomed,
-            timer_runs,
-        } = o;
-        self.protected += protected;
-        self.unprotected += unprotected;
-        self.fseq_stamped += fseq_stamped;
-        self.retransmissions += retransmissions;
-        self.given_up += given_up;
-        self.duplicates += duplicates;
-        self.hacks_sent += hacks_sent;
-        self.hack_bytes += hack_bytes;
-        self.orphaned += orphaned;
-        self.rehomed += rehomed;
-        self.timer_runs += timer_runs;
+fn reorder_reason(e: leoguard_proto::satguard::reorder::ReorderConfigError) -> &'static str {
+    use leoguard_proto::satguard::reorder::ReorderConfigError as E;
+    match e {
+        E::ZeroMinHold => "min_hold must be > 0",
+        E::InvertedBounds { .. } => "max_hold must be >= min_hold",
+        E::InitialOutOfBounds(_) => "initial_hold must lie in [min_hold, max_hold]",
+        E::ZeroCapacity => "max_held_per_flow must be > 0",
+        E::BadWindow(_) => "window must be in 1..=32767",
+        E::ZeroRestart => "restart_after must be > 0",
     }
+}
+
+/// Where packets leave the satellite network: the reorder buffer, or duplicate suppression alone.
+#[derive(Debug)]
+enum Exit {
+    Reorder(ReorderBuffer<Packet, u64>),
+    Dedup { seen: HashSet<u64>, order: VecDeque<u64>, window: usize },
 }
 
 /// The SATGUARD hook of one node.
 #[derive(Debug)]
 pub struct SatguardHook {
     opts: SatguardOptions,
-    /// Reverse direction of every link (HAcks go back on it).
-    reverse: Arc<Vec<Option<LinkId>>>,
+    net: Arc<SatguardNet>,
+    node: u32,
     senders: BTreeMap<u32, HopSender<Packet>>,
     receivers: BTreeMap<u32, HopReceiver>,
     fseq: BTreeMap<(u32, u32), Seq16>,
+    /// Link states at this node seen change (others are as the topology started them).
+    link_state: BTreeMap<u32, bool>,
+    /// Packets waiting for a link that is down in a handover (migration on), oldest first.
+    parked: VecDeque<Packet>,
+    parked_bytes: u64,
+    /// A ground node's pending uplink packets whose link went down, re-homed when a link comes up.
     orphans: Vec<Packet>,
+    exit: Exit,
+    /// Handovers this node is the old satellite of, in time order, and the next one to prepare.
+    plans: Vec<usize>,
+    next_plan: usize,
+    outgoing: BTreeMap<u32, Outgoing>,
+    inboxes: BTreeMap<usize, Inbox>,
     timer_gen: u64,
     armed: Option<Instant>,
     hbh_bytes: u32,
@@ -125,23 +168,46 @@ pub struct SatguardHook {
     pub stats: SatguardStats,
 }
 
-/// A packet's end-to-end identity for duplicate suppression: flow, direction and FSeq (FSeq runs per
-/// flow and destination; a flow has two ends, so the low 16 bits of the destination tell them apart).
+/// A packet's end-to-end identity: flow, direction and FSeq (FSeq runs per flow and destination; a
+/// flow has two ends, so the low 16 bits of the destination tell them apart).
 fn key(p: &Packet) -> u64 {
-    (u64::from(p.flow) << 32) | (u64::from(p.dst & 0xFFFF) << 16) | u64::from(p.net.fseq)
+    (flow_key(p) << 16) | u64::from(p.net.fseq)
+}
+
+/// A flow direction: flow and destination (the reorder buffer's flow).
+fn flow_key(p: &Packet) -> u64 {
+    (u64::from(p.flow) << 16) | u64::from(p.dst & 0xFFFF)
 }
 
 impl SatguardHook {
-    /// A hook with validated options; `reverse[l]` is the link back along link `l`.
-    pub fn new(opts: SatguardOptions, reverse: Arc<Vec<Option<LinkId>>>) -> Result<Self, HopError> {
-        opts.hop.validate()?;
+    /// The hook of `node` with validated options.
+    pub fn new(opts: SatguardOptions, net: Arc<SatguardNet>, node: u32) -> Result<Self, HopError> {
+        opts.validate()?;
+        let exit = match opts.reorder {
+            Some(cfg) => Exit::Reorder(ReorderBuffer::new(cfg).map_err(|e| HopError::Invalid {
+                field: "reorder",
+                value: format!("{cfg:?}"),
+                reason: reorder_reason(e),
+            })?),
+            None => Exit::Dedup { seen: HashSet::new(), order: VecDeque::new(), window: opts.dedup_window },
+        };
+        let plans = if opts.migration { net.plans_from.get(&node).cloned().unwrap_or_default() } else { Vec::new() };
         Ok(SatguardHook {
             opts,
-            reverse,
+            net,
+            node,
             senders: BTreeMap::new(),
             receivers: BTreeMap::new(),
             fseq: BTreeMap::new(),
+            link_state: BTreeMap::new(),
+            parked: VecDeque::new(),
+            parked_bytes: 0,
             orphans: Vec::new(),
+            exit,
+            plans,
+            next_plan: 0,
+            outgoing: BTreeMap::new(),
+            inboxes: BTreeMap::new(),
             timer_gen: 0,
             armed: None,
             hbh_bytes: hbh_bytes(),
@@ -155,8 +221,38 @@ impl SatguardHook {
     }
 
     fn sender(&mut self, link: LinkId) -> &mut HopSender<Packet> {
-        let cfg = self.opts.hop;
+        let mut cfg = self.opts.hop;
+        if self.net.user_downlink(link).is_some() {
+            // One-to-many: HAcks of several terminals interleave, a gap says nothing (§3.3).
+            cfg.detect_gaps = false;
+        }
         self.senders.entry(link.0).or_insert_with(|| HopSender::new(cfg).expect("validated in SatguardHook::new"))
+    }
+
+    /// The beam of a packet leaving on `link` at `now`, with its timeout set (§3.3).
+    fn beam_for(&mut self, link: LinkId, now: Instant) -> u16 {
+        let Some((ground, beam)) = self.net.user_downlink(link) else { return 0 };
+        let timeout = if self.opts.beam_timers {
+            match self.net.beam_timeout(ground, self.node, now) {
+                Some(thd) => thd + self.opts.beam_guard,
+                None => self.opts.hop.default_timeout,
+            }
+        } else {
+            self.opts.hop.default_timeout
+        };
+        self.sender(link).set_beam_timeout(beam, timeout);
+        beam
+    }
+
+    /// Stamps a packet with the next HSeq of `link` and buffers it; `leaves` is when its last bit is
+    /// sent (timers start there).
+    fn stamp(&mut self, link: LinkId, p: &mut Packet, now: Instant, leaves: Instant) {
+        let beam = self.beam_for(link, now);
+        let copy = *p;
+        let h = self.sender(link).on_send(leaves, copy, p.size, beam);
+        p.net.hseq = h.0;
+        p.net.flags = (p.net.flags | NET_HSEQ) & !NET_RETX;
+        self.stats.protected += 1;
     }
 
     /// Sends the due retransmissions of one sender and counts what it gave up.
@@ -174,7 +270,19 @@ impl SatguardHook {
     }
 
     fn arm(&mut self, ctx: &mut Ctx) {
-        let want = self.senders.values().filter_map(HopSender::poll_timeout).min();
+        let mut want = self.senders.values().filter_map(HopSender::poll_timeout).min();
+        let mut consider = |t: Option<Instant>| {
+            if let Some(t) = t {
+                want = Some(want.map_or(t, |w| w.min(t)));
+            }
+        };
+        if let Exit::Reorder(r) = &self.exit {
+            consider(r.poll_timeout());
+        }
+        consider(self.next_migration_start());
+        for inbox in self.inboxes.values() {
+            consider(inbox.deadline);
+        }
         if want != self.armed {
             self.armed = want;
             self.timer_gen += 1;
@@ -183,6 +291,133 @@ impl SatguardHook {
             }
         }
     }
+
+    /// Delivers a packet leaving the satellite network here (§3.4): the options header comes off,
+    /// then the reorder buffer (or duplicate suppression) decides when it goes on.
+    fn exit(&mut self, p: &mut Packet, ctx: &mut Ctx) -> bool {
+        p.size = p.size.saturating_sub(self.hbh_bytes);
+        p.net.flags &= !(NET_FSEQ | NET_MIGRATED);
+        let now = ctx.now();
+        match &mut self.exit {
+            Exit::Reorder(r) => {
+                // A late packet (its gap was given up on) still carries data the endpoint lacks: it
+                // passes, out of order, rather than being thrown away after it was recovered.
+                let late = match r.push(now, flow_key(p), Seq16(p.net.fseq), *p) {
+                    Pushed::Duplicate => {
+                        self.stats.exit_duplicates += 1;
+                        false
+                    }
+                    Pushed::Late => {
+                        self.stats.exit_late += 1;
+                        true
+                    }
+                    Pushed::OutOfWindow => {
+                        self.stats.exit_out_of_window += 1;
+                        true
+                    }
+                    Pushed::Held => {
+                        self.stats.exit_held += 1;
+                        false
+                    }
+                    Pushed::InOrder | Pushed::Restarted => false,
+                };
+                self.release(ctx);
+                late
+            }
+            Exit::Dedup { seen, order, window } => {
+                let k = key(p);
+                if !seen.insert(k) {
+                    self.stats.exit_duplicates += 1;
+                    return false;
+                }
+                order.push_back(k);
+                if order.len() > *window {
+                    if let Some(old) = order.pop_front() {
+                        seen.remove(&old);
+                    }
+                }
+                true
+            }
+        }
+    }
+
+    /// Hands on what the reorder buffer released.
+    fn release(&mut self, ctx: &mut Ctx) {
+        if let Exit::Reorder(r) = &mut self.exit {
+            while let Some(x) = r.poll_release() {
+                ctx.resume(x.item);
+            }
+        }
+    }
+
+    /// Holds a packet for a link that is down in a handover (bounded by the Tx buffer size).
+    fn park(&mut self, p: Packet) {
+        self.parked_bytes += u64::from(p.size);
+        self.parked.push_back(p);
+        self.stats.parked += 1;
+        while self.parked_bytes > self.opts.hop.buffer_bytes {
+            let Some(old) = self.parked.pop_front() else { break };
+            self.parked_bytes -= u64::from(old.size);
+            self.stats.parked_dropped += 1;
+        }
+    }
+
+    /// Sends parked packets and re-homed orphans on through routing (a link at this node came up).
+    fn unpark(&mut self, ctx: &mut Ctx) {
+        for mut p in self.orphans.drain(..) {
+            p.net.flags &= !(NET_HSEQ | NET_RETX);
+            self.stats.rehomed += 1;
+            ctx.resume(p);
+        }
+        self.parked_bytes = 0;
+        for p in self.parked.drain(..) {
+            ctx.resume(p);
+        }
+    }
+
+    /// This node's counters, with those its hop senders and reorder buffer keep.
+    pub fn totals(&self) -> SatguardStats {
+        let mut t = self.stats;
+        for s in self.senders.values() {
+            t.gap_losses += s.stats.gap_losses;
+            t.timer_losses += s.stats.timer_losses;
+            t.evicted += s.stats.evicted;
+            t.hacks_ignored += s.stats.hacks_out_of_window;
+            t.max_buffer_bytes = t.max_buffer_bytes.max(s.stats.max_buffer_bytes);
+        }
+        if let Exit::Reorder(r) = &self.exit {
+            let st = r.stats();
+            t.exit_skipped = st.skipped;
+            t.exit_recovered = st.recovered;
+            t.exit_max_hold_ns = st.max_hold_observed.as_nanos();
+        }
+        t
+    }
+
+    /// One row per hop sender of this node.
+    pub fn hop_rows(&self) -> Vec<HopRow> {
+        self.senders
+            .iter()
+            .map(|(&l, s)| {
+                let st = s.stats;
+                HopRow {
+                    from: self.node,
+                    to: self.net.to.get(l as usize).copied().unwrap_or(u32::MAX),
+                    user_link: self.net.user_downlink(LinkId(l)).is_some(),
+                    sent: st.sent,
+                    retransmissions: st.retransmissions,
+                    gap_losses: st.gap_losses,
+                    timer_losses: st.timer_losses,
+                    given_up: st.given_up,
+                    evicted: st.evicted,
+                    taken: st.taken,
+                    hacks: st.hacks,
+                    hacks_ignored: st.hacks_out_of_window,
+                    max_buffer_bytes: st.max_buffer_bytes,
+                }
+            })
+            .collect()
+    }
 }
 
 impl Agent for SatguardHook {
@@ -190,7 +425,9 @@ impl Agent for SatguardHook {
         self
     }
 
-    fn start(&mut self, _ctx: &mut Ctx) {}
+    fn start(&mut self, ctx: &mut Ctx) {
+        self.arm(ctx);
+    }
 
     fn on_packet(&mut self, _p: &Packet, _ctx: &mut Ctx) {}
 
@@ -200,14 +437,26 @@ impl Agent for SatguardHook {
         }
         self.armed = None;
         self.stats.timer_runs += 1;
+        let now = ctx.now();
         for (&l, s) in &mut self.senders {
-            s.handle_timeout(ctx.now());
+            s.handle_timeout(now);
             Self::pump(s, LinkId(l), &mut self.stats, ctx);
         }
+        if let Exit::Reorder(r) = &mut self.exit {
+            r.handle_timeout(now);
+        }
+        self.release(ctx);
+        self.start_migrations(ctx);
+        self.inbox_deadlines(ctx);
         self.arm(ctx);
     }
 
     fn on_arrive(&mut self, link: LinkId, p: &mut Packet, ctx: &mut Ctx) -> bool {
+        if p.net.flags & NET_SR != 0 {
+            self.on_source_routed(p, ctx);
+            self.arm(ctx);
+            return false;
+        }
         if p.net.flags & NET_CONTROL != 0 {
             // A HAck for our sender on the data link it names.
             let data_link = LinkId(p.seq as u32);
@@ -220,43 +469,47 @@ impl Agent for SatguardHook {
             }
             return false;
         }
-        if p.net.flags & NET_HSEQ == 0 {
-            return true;
+        if p.net.flags & NET_HSEQ != 0 {
+            let window = self.opts.dedup_window;
+            let beam = self.net.user_downlink(link).map_or(0, |(_, b)| b);
+            let r = self.receivers.entry(link.0).or_insert_with(|| HopReceiver::new(beam, window));
+            let got = r.on_receive(ctx.now(), Seq16(p.net.hseq), key(p), p.net.flags & NET_RETX != 0);
+            p.net.flags &= !(NET_HSEQ | NET_RETX);
+            if let Some(back) = self.net.reverse.get(link.0 as usize).copied().flatten() {
+                let h = got.hack;
+                ctx.send_on(
+                    back,
+                    Packet {
+                        flow: p.flow,
+                        seq: u64::from(link.0),
+                        ack: u64::from(h.start.0) | (u64::from(h.end.0) << 16) | (u64::from(h.beam) << 32),
+                        size: self.hack_bytes,
+                        dst: u32::MAX,
+                        sent_at: ctx.now(),
+                        net: crate::engine::NetFields { flags: NET_CONTROL, ..Default::default() },
+                        ..Default::default()
+                    },
+                );
+                self.stats.hacks_sent += 1;
+                self.stats.hack_bytes += u64::from(self.hack_bytes);
+            }
+            if got.duplicate {
+                self.stats.duplicates += 1;
+                return false;
+            }
         }
-        let window = self.opts.dedup_window;
-        let r = self.receivers.entry(link.0).or_insert_with(|| HopReceiver::new(0, window));
-        let got = r.on_receive(ctx.now(), Seq16(p.net.hseq), key(p), p.net.flags & NET_RETX != 0);
-        p.net.flags &= !(NET_HSEQ | NET_RETX);
-        if let Some(back) = self.reverse.get(link.0 as usize).copied().flatten() {
-            let h = got.hack;
-            ctx.send_on(
-                back,
-                Packet {
-                    flow: p.flow,
-                    seq: u64::from(link.0),
-                    ack: u64::from(h.start.0) | (u64::from(h.end.0) << 16) | (u64::from(h.beam) << 32),
-                    size: self.hack_bytes,
-                    dst: u32::MAX,
-                    sent_at: ctx.now(),
-                    net: crate::engine::NetFields { flags: NET_CONTROL, ..Default::default() },
-                    ..Default::default()
-                },
-            );
-            self.stats.hacks_sent += 1;
-            self.stats.hack_bytes += u64::from(self.hack_bytes);
-        }
-        if got.duplicate {
-            self.stats.duplicates += 1;
-            return false;
-        }
-        if p.dst == ctx.node().0 && p.net.flags & NET_FSEQ != 0 {
-            // Leaving the network here: the options header comes off.
-            p.size = p.size.saturating_sub(self.hbh_bytes);
+        if p.net.flags & NET_FSEQ != 0 && self.net.is_exit(ctx.node().0, p.dst) {
+            let keep = self.exit(p, ctx);
+            self.arm(ctx);
+            return keep;
         }
         true
     }
 
     fn on_depart(&mut self, link: LinkId, p: &mut Packet, ctx: &mut Ctx) -> bool {
+        if !self.net.is_network(link) {
+            return true;
+        }
         if !self.protected(p) {
             self.stats.unprotected += 1;
             return true;
@@ -270,42 +523,50 @@ impl Agent for SatguardHook {
             p.size += self.hbh_bytes;
             self.stats.fseq_stamped += 1;
         }
-        let copy = *p;
-        let h = self.sender(link).on_send(ctx.now(), copy, p.size, 0);
-        p.net.hseq = h.0;
-        p.net.flags = (p.net.flags | NET_HSEQ) & !NET_RETX;
-        self.stats.protected += 1;
+        if self.opts.migration && !self.link_up(link) {
+            // The link is down in a handover: send the packet after the satellite that took over, or
+            // hold it until a link comes up (§3.2's network-layer buffer).
+            if !self.redirect(link, p, ctx) {
+                self.park(*p);
+            }
+            return false;
+        }
+        let now = ctx.now();
+        self.stamp(link, p, now, now + ctx.egress_wait());
+        if self.outgoing.contains_key(&link.0) {
+            self.copy_to_new_satellite(link, p, ctx);
+        }
         self.arm(ctx);
         true
     }
 
     fn on_link_state(&mut self, link: LinkId, up: bool, ctx: &mut Ctx) {
-        if !up {
-            // Our own link went away (a handover): its pending packets wait for the next link.
+        let ours = self.net.from.get(link.0 as usize) == Some(&self.node);
+        self.link_state.insert(link.0, up);
+        if !up && ours {
+            // Our own link went away: its pending packets are committed to the new satellite
+            // (migration), re-homed (a ground node's uplink) or lost.
             if let Some(s) = self.senders.get_mut(&link.0) {
-                let taken = s.take_pending();
-                self.stats.orphaned += taken.len() as u64;
-                self.orphans.extend(taken.into_iter().map(|(p, _)| p));
+                let taken: Vec<Packet> = s.take_pending().into_iter().map(|(p, _)| p).collect();
+                self.stats.taken_at_link_down += taken.len() as u64;
+                if let Some(out) = self.outgoing.remove(&link.0) {
+                    self.commit(out, &taken, ctx);
+                } else if self.net.is_ground(self.node) || self.net.topo.is_none() {
+                    self.orphans.extend(taken);
+                } else {
+                    self.stats.lost_at_link_down += taken.len() as u64;
+                }
             }
-        } else if !self.orphans.is_empty() {
-            // A link at this node came up (the new satellite after the interruption): hand the orphans
-            // on through routing; they get new HSeqs on whichever link now leads to their destination.
-            for mut p in std::mem::take(&mut self.orphans) {
-                p.net.flags &= !(NET_HSEQ | NET_RETX);
-                self.stats.rehomed += 1;
-                ctx.resume(p);
-            }
+        } else if up {
+            // Moved packets are older than the ones parked here: they go first.
+            self.inbox_link_up(link, ctx);
+            self.unpark(ctx);
         }
         self.arm(ctx);
     }
 }
 
+mod handover;
+
 #[cfg(test)]
-mod tests {
-    #[test]
-    fn header_sizes_come_from_the_wire_format() {
-        // docs/satguard.md and docs/wire.md: HSeq + FSeq options in 16 bytes, a HAck packet 56 bytes.
-        assert_eq!(super::hbh_bytes(), 16);
-        assert_eq!(super::hack_bytes(), 56);
-    }
-}
+mod tests;
