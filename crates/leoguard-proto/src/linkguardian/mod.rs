@@ -24,10 +24,11 @@
 //! carrying the next (unused) sequence number, so the receiver sees that everything before it was
 //! sent and notifies a lost tail. A train also follows each retransmission burst sent while the host
 //! is idle (a lost retransmission is a tail too). Trains are clocked by feedback, not by a loss timer:
-//! the budget of `max_dummy_trains` is refilled by every ACK. Liveness fallback only: while idle with
-//! unacknowledged copies, a further train goes one link RTT after the last; once the budget is
-//! spent without any ACK coming back the remaining packets are given up (`GiveUpReason::NoFeedback`) so the
-//! buffer never holds them forever.
+//! the budget of `max_dummy_trains` is refilled by every ACK and by new data (a new burst's tail gets
+//! its own probe, however often the egress goes idle within one RTT). Liveness fallback only: while
+//! idle with unacknowledged copies, a further train goes one link RTT after the last; once the budget
+//! is spent without any ACK coming back the remaining packets are given up
+//! (`GiveUpReason::NoFeedback`) so the buffer never holds them forever.
 //!
 //! ## Spurious retransmissions
 //! Leading ACKs are cumulative, so a lost ACK costs nothing. Every ACK sent while a hole is open

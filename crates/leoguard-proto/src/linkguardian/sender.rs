@@ -97,10 +97,14 @@ impl<T: Clone> LgSender<T> {
         let seq = self.next_seq;
         self.next_seq = seq.next();
         self.stats.sent += 1;
-        // A new burst: its own packets reveal earlier holes, pending dummies are pointless.
+        // A new burst: its own packets reveal earlier holes, pending dummies are pointless, and its
+        // tail gets its own probe: the train budget bounds only the trains sent while nothing new is
+        // sent (module docs, "Dummy rule"). Without the refill, a host that goes idle more than
+        // `max_dummy_trains` times within the first RTT after a silence gives up everything.
         self.idle = false;
         self.dummies_left = 0;
         self.last_train = None;
+        self.trains_left = self.cfg.max_dummy_trains;
         // Bounded Tx buffer (bytes and sequence span): the oldest copies make room.
         while self.live > 0 && self.buf_bytes + u64::from(bytes) > self.cfg.tx_buffer_bytes
             || self.buf.len() >= usize::from(self.cfg.max_window)

@@ -350,3 +350,28 @@ proptest! {
         prop_assert_eq!(r.rx.stats().delivered, r.delivered.len() as u64);
     }
 }
+
+#[test]
+fn idle_gaps_within_one_rtt_do_not_spend_the_no_feedback_budget() {
+    // Isolated packets 10 us apart (RTT 100 us): the egress goes idle after each, before any ACK can
+    // return. Each gets its train and nothing is given up; only trains without new data count.
+    let (mut tx, _) = pair(cfg());
+    for i in 0..20u32 {
+        tx.on_send(us(u64::from(i) * 10), i, 100);
+        tx.on_idle(us(u64::from(i) * 10 + 1));
+        let d = std::iter::from_fn(|| tx.poll_transmit(us(u64::from(i) * 10 + 1))).count();
+        assert_eq!(d, 2, "packet {i} gets its train");
+    }
+    assert_eq!((tx.stats().given_up, tx.in_flight()), (0, 20));
+    // Silence: fallback trains one RTT apart, then the copies are given up.
+    let mut now = us(191);
+    for _ in 0..10 {
+        let Some(t) = tx.poll_timeout() else { break };
+        now = t;
+        tx.handle_timeout(now);
+        while tx.poll_transmit(now).is_some() {}
+    }
+    assert_eq!(tx.stats().given_up, 20, "at {now:?}");
+    let ev: Vec<_> = std::iter::from_fn(|| tx.poll_event()).collect();
+    assert!(ev.iter().all(|e| matches!(e, LgEvent::GivenUp { reason: GiveUpReason::NoFeedback, .. })));
+}
