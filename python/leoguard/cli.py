@@ -294,6 +294,59 @@ def _print_run(sc: Any, res: Any, summ: dict[str, Any], files: dict[str, Path]) 
     console.print(f"results in {files['run'].parent}")
 
 
+@app.command("ablation")
+def ablation(
+    scenario: Annotated[Path, typer.Argument(help="Scenario TOML with a delay-sensitive tcp and cbr flow.")] = Path(
+        "scenarios/satguard-nyc-lon.toml"
+    ),
+    variant: Annotated[
+        list[str] | None, typer.Option("--variant", "-v", help="Run only these variants (repeatable).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
+    duration: Annotated[float | None, typer.Option(help="Override duration_s.")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Directory for the table and each run (default out/<name>-ablation).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """SATGUARD's ablation: the scenario unprotected, with LinkGuardian, with SATGUARD and with each
+    SATGUARD technique off in turn, plus a lossless reference; prints the table and the acceptance
+    checks. Exit status 1 if a check fails."""
+    from leoguard.ablation import VARIANTS, run_ablation
+
+    err = Console(stderr=True)
+
+    def progress(name: str) -> None:
+        if not as_json:
+            err.print(f"running [bold]{name}[/]: {VARIANTS[name][0]}")
+
+    ab = run_ablation(scenario, variant, seed=seed, duration_s=duration, progress=progress)
+    d = out or Path("out") / f"{ab.scenario.name}-ablation"
+    d.mkdir(parents=True, exist_ok=True)
+    ab.table.write_parquet(d / "ablation.parquet")
+    for name, res in ab.runs.items():
+        res.write(d / name)
+    summ = ab.summary()
+    (d / "ablation.json").write_text(json.dumps(summ, indent=2, default=str))
+    if as_json:
+        _emit(summ)
+    else:
+        cols = ["variant", "tcp_goodput_mbps", "tcp_retransmissions", "tcp_rtos", "probe_loss", "probe_owd_p50_ms",
+                "probe_owd_p99_ms", "hop_retransmissions", "lost_at_handover", "migrated_packets", "timer_losses",
+                "feedback_mbytes", "processed_packets"]  # fmt: skip
+        t = Table(*cols)
+        for r in ab.table.select(cols).iter_rows():
+            t.add_row(*[str(x) for x in r])
+        console.print(t)
+        for c in ab.checks:
+            mark = "[green]PASS[/]" if c["passed"] else "[red]FAIL[/]"
+            figs = ", ".join(f"{k}={v}" for k, v in c.items() if k not in ("check", "passed"))
+            console.print(f"{mark} {c['check']}: {figs}")
+        console.print(f"results in {d}")
+    if not all(c["passed"] for c in ab.checks):
+        raise typer.Exit(1)
+
+
 @bench_app.command("sim")
 def bench_sim(
     only: Annotated[

@@ -263,10 +263,19 @@ class Satguard(_Model):
     def _holds(self) -> Satguard:
         lo, init, hi = self.reorder_min_hold_ms, self.reorder_initial_hold_ms, self.reorder_max_hold_ms
         if not lo <= init <= hi:
-            raise ValueError(
-                f"reorder holds must satisfy min <= initial <= max, got {lo} <= {init} <= {hi} (ms)"
-            )
+            raise ValueError(f"reorder holds must satisfy min <= initial <= max, got {lo} <= {init} <= {hi} (ms)")
         return self
+
+
+class LinkGuardian(_Model):
+    """LinkGuardian (the SATGUARD paper's "LinkGuard" baseline) on every node of the satellite network:
+    link-local retransmission designed for datacenter links, with no handover awareness. Only flows
+    marked `delay_sensitive` are protected unless `process_all`. On shared user links it uses one
+    fixed timer: `fixed_timeout_ms`, or by default twice the longest slant range's delay + 0.5 ms."""
+
+    ordered: bool = True
+    process_all: bool = False
+    fixed_timeout_ms: float | None = Field(default=None, gt=0)
 
 
 class RouteChange(_Model):
@@ -296,9 +305,12 @@ class Scenario(_Model):
     events: list[Event] = []
     routes: list[RouteChange] = []
     satguard: Satguard | None = None
+    linkguardian: LinkGuardian | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> Scenario:
+        if self.satguard is not None and self.linkguardian is not None:
+            raise ValueError("give [satguard] or [linkguardian], not both: each is a whole per-hop scheme")
         if self.topology is not None and self.links:
             raise ValueError("give either [topology] or [[links]], not both")
         if self.topology is None and not self.links:
@@ -441,6 +453,7 @@ class Scenario(_Model):
             "events": [],
             "routes": [],
             "satguard": self.satguard.model_dump() if self.satguard is not None else None,
+            "linkguardian": self.linkguardian.model_dump() if self.linkguardian is not None else None,
         }
 
     def _leo_core(self, loss: Any) -> dict[str, Any]:

@@ -37,6 +37,7 @@ class Results:
     complete: bool = True
     meta: dict[str, Any] = field(default_factory=dict)
     satguard: dict[str, int] | None = None
+    linkguardian: dict[str, int] | None = None
 
     def summary(self) -> dict[str, Any]:
         """One JSON-able object: the scenario, seed, and per flow goodput, losses, retransmissions, OWD."""
@@ -74,6 +75,7 @@ class Results:
             },
             "loss_models": self.loss_models(),
             **({"satguard": self.satguard} if self.satguard is not None else {}),
+            **({"linkguardian": self.linkguardian} if self.linkguardian is not None else {}),
         }
 
     def loss_models(self) -> list[dict[str, Any]]:
@@ -111,6 +113,7 @@ class Results:
             "complete": self.complete,
             "simulated_s": self.simulated_s,
             "satguard": self.satguard,
+            "linkguardian": self.linkguardian,
             **self.meta,
         }
         meta.write_text(json.dumps(info, indent=2, default=str))
@@ -253,4 +256,5 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
         scenario, flows, series, packets, links, link_series,
         pl.DataFrame(raw["drops"], schema_overrides={"from_node": pl.UInt32, "to_node": pl.UInt32}),
         hops, raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta, raw.get("satguard"),
+        raw.get("linkguardian"),
     )  # fmt: skip

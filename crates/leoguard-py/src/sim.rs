@@ -8,6 +8,7 @@ use leoguard_sim::engine::QueueLimit;
 use leoguard_sim::leo::{LeoInterruption, LeoPath, LeoStep};
 use leoguard_sim::loss::{parse_plr_csv, LossSpec};
 use leoguard_sim::scenario::{FlowKind, FlowSpec, LinkEvent, LinkSpec, RouteEvent, RunResult, Running, Scenario};
+use leoguard_sim::schemes::linkguardian::{LinkGuardianOptions, LinkGuardianStats};
 use leoguard_sim::schemes::satguard::{SatguardOptions, SatguardStats};
 use numpy::PyArray1;
 use pyo3::prelude::*;
@@ -183,8 +184,25 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
             Some(o)
         }
     };
+    let linkguardian = match get::<Bound<'_, PyDict>>(d, "linkguardian")? {
+        None => None,
+        Some(g) => {
+            let mut o = LinkGuardianOptions::default();
+            if let Some(v) = get(&g, "ordered")? {
+                o.ordered = v;
+            }
+            if let Some(v) = get(&g, "process_all")? {
+                o.process_all = v;
+            }
+            if let Some(ms) = get::<f64>(&g, "fixed_timeout_ms")? {
+                o.shared_links_fixed_timeout = Some(secs("linkguardian.fixed_timeout_ms", ms / 1e3)?);
+            }
+            Some(o)
+        }
+    };
     Ok(Scenario {
         satguard,
+        linkguardian,
         leo,
         constellation,
         routes,
@@ -449,6 +467,9 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     if let Some(st) = &r.satguard {
         out.set_item("satguard", satguard_dict(py, st)?)?;
     }
+    if let Some(st) = &r.linkguardian {
+        out.set_item("linkguardian", linkguardian_dict(py, st)?)?;
+    }
     let hops = PyDict::new(py);
     let hr = &r.hops;
     hops.set_item("from_node", hr.iter().map(|x| x.from).collect::<Vec<_>>())?;
@@ -545,6 +566,59 @@ fn satguard_dict<'py>(py: Python<'py>, st: &SatguardStats) -> PyResult<Bound<'py
         ("exit_recovered", exit_recovered),
         ("exit_max_hold_ns", exit_max_hold_ns),
         ("timer_runs", timer_runs),
+    ] {
+        d.set_item(k, v)?;
+    }
+    Ok(d)
+}
+
+/// LinkGuardian's network-wide counters as a dict (field names as in `LinkGuardianStats`).
+fn linkguardian_dict<'py>(py: Python<'py>, st: &LinkGuardianStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    // Destructured so that a new counter cannot be left out of the results.
+    let LinkGuardianStats {
+        protected,
+        unprotected,
+        retransmissions,
+        recovered,
+        dummies,
+        dummy_bytes,
+        acks_sent,
+        ack_bytes,
+        notifications_sent,
+        stale_acks,
+        given_up_retries,
+        given_up_buffer_full,
+        given_up_link_change,
+        given_up_no_feedback,
+        held_discarded,
+        holes_skipped,
+        duplicates,
+        timer_runs,
+        idle_checks,
+        max_buffer_bytes,
+    } = *st;
+    for (k, v) in [
+        ("protected", protected),
+        ("unprotected", unprotected),
+        ("retransmissions", retransmissions),
+        ("recovered", recovered),
+        ("dummies", dummies),
+        ("dummy_bytes", dummy_bytes),
+        ("acks_sent", acks_sent),
+        ("ack_bytes", ack_bytes),
+        ("notifications_sent", notifications_sent),
+        ("stale_acks", stale_acks),
+        ("given_up_retries", given_up_retries),
+        ("given_up_buffer_full", given_up_buffer_full),
+        ("given_up_link_change", given_up_link_change),
+        ("given_up_no_feedback", given_up_no_feedback),
+        ("held_discarded", held_discarded),
+        ("holes_skipped", holes_skipped),
+        ("duplicates", duplicates),
+        ("timer_runs", timer_runs),
+        ("idle_checks", idle_checks),
+        ("max_buffer_bytes", max_buffer_bytes),
     ] {
         d.set_item(k, v)?;
     }

@@ -84,6 +84,12 @@ pub struct TopoInfo {
     pub beam_timeouts: BTreeMap<(u32, u32), (usize, Vec<Duration>)>,
     /// Sampling interval of `beam_timeouts` (the routing step).
     pub step: Duration,
+    /// Per link: a propagation delay to size per-hop timers and buffers by before the run moves the
+    /// satellites (ISLs: their length at t = 0; ground links: the longest slant range the minimum
+    /// elevation allows).
+    pub delay_hint: Vec<Duration>,
+    /// One-way delay of the longest ground link (slant range at the minimum elevation).
+    pub max_gsl_delay: Duration,
 }
 
 impl TopoInfo {
@@ -332,6 +338,21 @@ impl ConstellationTopo {
         };
         for (&(g, _), &(_, down)) in gsl {
             info.downlink_ground[down.0 as usize] = Some(g);
+        }
+        let top = c.shell_altitudes_m()?.into_iter().fold(0.0, f64::max);
+        let gsl_m = leoguard_orbit::geo::max_gsl_length_m(top, self.options.min_elevation_deg);
+        info.max_gsl_delay = Duration::from_secs_f64(light_delay_s(gsl_m));
+        info.delay_hint = sim.net.links.iter().map(|l| l.delay).collect();
+        for &(up, down) in gsl.values() {
+            info.delay_hint[up.0 as usize] = info.max_gsl_delay;
+            info.delay_hint[down.0 as usize] = info.max_gsl_delay;
+        }
+        let mut pos0 = Vec::new();
+        c.positions_into(0.0, &mut pos0)?;
+        for (l, &(ab, ba)) in c.isls().iter().zip(isl_links) {
+            let d = Duration::from_secs_f64(light_delay_s(distance(pos0[l.a as usize], pos0[l.b as usize])));
+            info.delay_hint[ab.0 as usize] = d;
+            info.delay_hint[ba.0 as usize] = d;
         }
         for &(up, down) in host_links {
             info.terrestrial[up.0 as usize] = true;

@@ -117,6 +117,8 @@ pub struct Scenario {
     pub link_sample_every: Duration,
     /// SATGUARD on every node.
     pub satguard: Option<crate::schemes::satguard::SatguardOptions>,
+    /// LinkGuardian on every node (the SATGUARD paper's "LinkGuard" baseline).
+    pub linkguardian: Option<crate::schemes::linkguardian::LinkGuardianOptions>,
 }
 
 /// A scenario that cannot run; the message names the field.
@@ -287,6 +289,8 @@ pub struct RunResult {
     pub satguard: Option<crate::schemes::satguard::SatguardStats>,
     /// Per-hop counters of the in-network scheme, one row per directed link it sent on.
     pub hops: Vec<crate::schemes::satguard::HopRow>,
+    /// LinkGuardian's counters summed over all nodes (when it runs).
+    pub linkguardian: Option<crate::schemes::linkguardian::LinkGuardianStats>,
 }
 
 impl Scenario {
@@ -320,6 +324,9 @@ impl Scenario {
         }
         if self.nodes < 2 {
             return Err(invalid("nodes".into(), self.nodes, "needs at least 2 nodes"));
+        }
+        if self.satguard.is_some() && self.linkguardian.is_some() {
+            return Err(invalid("linkguardian".into(), "on", "runs instead of satguard, not with it"));
         }
         if self.duration == Duration::ZERO {
             return Err(invalid("duration_s".into(), 0, "must be > 0"));
@@ -476,21 +483,45 @@ impl Running {
             sim.schedule_controls(r.at, vec![Control::Route { at: NodeId(r.node), dst: NodeId(r.dst), via }]);
         }
         sim.sample_links(s.link_sample_every);
+        // Hosts behind ground nodes are outside the satellite network: no per-hop scheme there.
+        let hooked: Vec<u32> = match &s.constellation {
+            Some(c) => (0..s.nodes).filter(|&n| n < c.grounds.len() as u32 || n >= c.sat_node(0).0).collect(),
+            None => (0..s.nodes).collect(),
+        };
         let mut hooks = Vec::new();
         if let Some(opts) = &s.satguard {
-            let net = match topo_info {
+            let net = match topo_info.clone() {
                 Some(info) => crate::schemes::satguard::SatguardNet::constellation(&sim, info),
                 None => crate::schemes::satguard::SatguardNet::generic(&sim),
             };
-            // Hosts behind ground nodes are outside the satellite network: no hook there.
-            let hooked = match &s.constellation {
-                Some(c) => (0..s.nodes).filter(|&n| n < c.grounds.len() as u32 || n >= c.sat_node(0).0).collect(),
-                None => (0..s.nodes).collect::<Vec<u32>>(),
-            };
             let net = std::sync::Arc::new(net);
-            for n in hooked {
+            for &n in &hooked {
                 let hook = crate::schemes::satguard::SatguardHook::new(*opts, std::sync::Arc::clone(&net), n)
                     .map_err(|e| invalid("satguard".into(), "", &e.to_string()))?;
+                hooks.push(sim.attach_hook(NodeId(n), Box::new(hook)));
+            }
+        }
+        if let Some(opts) = &s.linkguardian {
+            use crate::schemes::linkguardian::{LgLinkParams, LinkGuardianHook};
+            let generic = crate::schemes::satguard::SatguardNet::generic(&sim);
+            let mut params = LgLinkParams::table(&sim.net);
+            let mut opts = *opts;
+            if let Some(info) = &topo_info {
+                for (i, p) in params.iter_mut().enumerate() {
+                    p.delay = info.delay_hint[i];
+                    let g = info.downlink_ground[i];
+                    p.shared = g.is_some_and(|g| info.roles[g as usize] == leoguard_orbit::Role::Terminal);
+                }
+                // One fixed timer on shared user links, sized for the farthest user a beam serves.
+                if opts.shared_links_fixed_timeout.is_none() {
+                    opts.shared_links_fixed_timeout =
+                        Some(info.max_gsl_delay + info.max_gsl_delay + Duration::from_micros(500));
+                }
+            }
+            let (reverse, params) = (std::sync::Arc::new(generic.reverse), std::sync::Arc::new(params));
+            for &n in &hooked {
+                let hook = LinkGuardianHook::new(opts, std::sync::Arc::clone(&reverse), std::sync::Arc::clone(&params))
+                    .map_err(|e| invalid("linkguardian".into(), "", &e.to_string()))?;
                 hooks.push(sim.attach_hook(NodeId(n), Box::new(hook)));
             }
         }
@@ -561,7 +592,13 @@ impl Running {
     /// The results up to now.
     pub fn collect(&self) -> RunResult {
         let mut r = collect(&self.s, &self.sim, &self.ends, self.sim.net.now);
-        if !self.hooks.is_empty() {
+        if self.s.linkguardian.is_some() {
+            let mut total = crate::schemes::linkguardian::LinkGuardianStats::default();
+            for &h in &self.hooks {
+                total += agent::<crate::schemes::linkguardian::LinkGuardianHook>(&self.sim, h).stats;
+            }
+            r.linkguardian = Some(total);
+        } else if !self.hooks.is_empty() {
             let mut total = crate::schemes::satguard::SatguardStats::default();
             for &h in &self.hooks {
                 let hook = agent::<crate::schemes::satguard::SatguardHook>(&self.sim, h);

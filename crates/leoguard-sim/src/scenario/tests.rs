@@ -22,6 +22,7 @@ fn two_node(loss: LossSpec, flow: FlowKind) -> Scenario {
         constellation: None,
         link_sample_every: Duration::from_millis(100),
         satguard: None,
+        linkguardian: None,
     }
 }
 

@@ -10,7 +10,8 @@
 //!   on to the new one;
 //! - beam-based loss timers (§3.3): on one-to-many user downlinks gap detection is off and each beam
 //!   has its own timeout thd = 2·d(cell centre, satellite)/c, recomputed as the satellite moves (off:
-//!   one fixed timer, `hop.default_timeout`, as 802.11 LL-ReTx does);
+//!   one fixed timer for all users, as 802.11 LL-ReTx does, sized for the longest slant range the
+//!   minimum elevation allows, 2·d_max/c plus the same guard);
 //! - ground-side order preserving (§3.4): a per-flow FSeq reorder buffer where packets leave the
 //!   satellite network; a packet whose gap the buffer had given up on passes late rather than being
 //!   dropped (off: packets leave as they come; duplicates are still dropped there);
@@ -238,7 +239,11 @@ impl SatguardHook {
                 None => self.opts.hop.default_timeout,
             }
         } else {
-            self.opts.hop.default_timeout
+            // One fixed timer for every user, sized for the farthest one the satellite can serve.
+            self.net
+                .topo
+                .as_ref()
+                .map_or(self.opts.hop.default_timeout, |t| t.max_gsl_delay + t.max_gsl_delay + self.opts.beam_guard)
         };
         self.sender(link).set_beam_timeout(beam, timeout);
         beam

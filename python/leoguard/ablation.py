@@ -1,0 +1,182 @@
+"""SATGUARD's ablation (issue 4): one scenario run with no protection, with LinkGuardian, with SATGUARD,
+and with each SATGUARD technique turned off in turn, plus a lossless reference run; a table of what
+each variant delivers and a check of the acceptance criteria.
+
+The scenario needs a TCP flow and a UDP (cbr) probe flow, both marked `delay_sensitive`; its
+`[satguard]` section (if any) gives SATGUARD's parameters. Variants replace the scheme only: the
+topology, flows, seed and loss models stay the same, so differences come from the scheme alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from leoguard.errors import LeoguardError
+from leoguard.scenario import ConstellationTopology, LinkGuardian, Satguard, Scenario, load_scenario
+from leoguard.simulate import Results, simulate
+
+EARTH_RADIUS_M = 6_371_000.0
+SPEED_OF_LIGHT_M_S = 299_792_458.0
+
+
+def _no_loss(sc: Scenario) -> Scenario:
+    t = sc.topology
+    upd: dict[str, Any] = {"satguard": None, "linkguardian": None}
+    if t is not None and hasattr(t, "gsl_loss"):
+        upd["topology"] = t.model_copy(update={"gsl_loss": None, "isl_loss": None})
+    if sc.links:
+        upd["links"] = [lk.model_copy(update={"loss": None, "loss_reverse": None}) for lk in sc.links]
+    return sc.model_copy(update=upd)
+
+
+def _satguard(sc: Scenario, **off: Any) -> Scenario:
+    base = sc.satguard or Satguard()
+    return sc.model_copy(update={"satguard": base.model_copy(update=off), "linkguardian": None})
+
+
+#: name -> (what it is, how to make it from the scenario)
+VARIANTS: dict[str, tuple[str, Callable[[Scenario], Scenario]]] = {
+    "lossless": ("no loss models, no scheme (reference)", _no_loss),
+    "none": ("no protection", lambda sc: sc.model_copy(update={"satguard": None, "linkguardian": None})),
+    "linkguardian": (
+        "LinkGuardian (LinkGuard baseline)",
+        lambda sc: sc.model_copy(update={"satguard": None, "linkguardian": sc.linkguardian or LinkGuardian()}),
+    ),
+    "satguard": ("SATGUARD, all techniques", _satguard),
+    "satguard-no-migration": ("SATGUARD without buffer migration (§3.2)", lambda sc: _satguard(sc, migration=False)),
+    "satguard-no-beam-timers": (
+        "SATGUARD with one fixed timer on user links (§3.3)",
+        lambda sc: _satguard(sc, beam_timers=False),
+    ),
+    "satguard-no-reorder": (
+        "SATGUARD without the ground reorder buffer (§3.4)",
+        lambda sc: _satguard(sc, reorder=False),
+    ),
+    "satguard-process-all": (
+        "SATGUARD processing all traffic (no partial processing, §3.5)",
+        lambda sc: _satguard(sc, process_all=True),
+    ),
+}
+
+
+@dataclass
+class Ablation:
+    """The runs and their table."""
+
+    scenario: Scenario
+    runs: dict[str, Results]
+    table: pl.DataFrame
+    checks: list[dict[str, Any]]
+
+    def summary(self) -> dict[str, Any]:
+        """One JSON-able object: the table rows and the acceptance checks."""
+        return {"scenario": self.scenario.name, "seed": self.scenario.seed, "rows": self.table.to_dicts(),
+                "checks": self.checks}  # fmt: skip
+
+
+def _flow_index(sc: Scenario, kind: str) -> int:
+    for i, f in enumerate(sc.flows):
+        if f.kind == kind and f.delay_sensitive:
+            return i
+    raise LeoguardError(f"scenario '{sc.name}': the ablation needs a delay_sensitive {kind} flow")
+
+
+def max_user_link_rtt_ms(sc: Scenario) -> float | None:
+    """Round trip of the longest ground link the topology allows (slant range at minimum elevation)."""
+    t = sc.topology
+    if not isinstance(t, ConstellationTopology):
+        return None
+    from leoguard.orbit import Constellation
+
+    alt = max(s["altitude_km"] for s in Constellation.preset(t.constellation).info()["shells"]) * 1e3
+    e = math.radians(t.min_elevation_deg)
+    r = EARTH_RADIUS_M
+    d = math.sqrt((r + alt) ** 2 - (r * math.cos(e)) ** 2) - r * math.sin(e)
+    return 2e3 * d / SPEED_OF_LIGHT_M_S
+
+
+def _row(name: str, res: Results, tcp: int, probe: int) -> dict[str, Any]:
+    f = res.flows.to_dicts()
+    sg, lg = res.satguard or {}, res.linkguardian or {}
+    return {
+        "variant": name,
+        "tcp_goodput_mbps": round(f[tcp]["goodput_bps"] / 1e6, 2),
+        "tcp_retransmissions": f[tcp]["retransmissions"],
+        "tcp_rtos": f[tcp]["rtos"],
+        "tcp_owd_p99_ms": f[tcp]["owd_ms_p99"],
+        "probe_loss": round(f[probe]["endpoint_loss"], 6),
+        "probe_network_loss": round(f[probe]["network_loss"], 6),
+        "probe_owd_p50_ms": f[probe]["owd_ms_p50"],
+        "probe_owd_p99_ms": f[probe]["owd_ms_p99"],
+        "hop_retransmissions": sg.get("retransmissions", lg.get("retransmissions", 0)),
+        "given_up": sg.get("given_up", sum(lg.get(k, 0) for k in lg if k.startswith("given_up"))),
+        "lost_at_handover": sg.get("lost_at_link_down", lg.get("given_up_link_change", 0)),
+        "migrated_packets": sg.get("migrated_packets", 0),
+        "migrated_mbytes": round(sg.get("migrated_bytes", 0) / 1e6, 3),
+        "timer_losses": sg.get("timer_losses", 0),
+        "feedback_mbytes": round((sg.get("hack_bytes", 0) + lg.get("ack_bytes", 0)) / 1e6, 2),
+        "processed_packets": sg.get("protected", lg.get("protected", 0)),
+        "max_reorder_hold_ms": round(sg.get("exit_max_hold_ns", 0) / 1e6, 3),
+    }
+
+
+def run_ablation(
+    scenario: str | Path | Scenario,
+    variants: Sequence[str] | None = None,
+    *,
+    duration_s: float | None = None,
+    seed: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Ablation:
+    """Runs the variants (all by default) of `scenario` and checks the acceptance criteria."""
+    sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario, seed=seed, duration_s=duration_s)
+    if isinstance(scenario, Scenario) and (seed is not None or duration_s is not None):
+        sc = sc.model_copy(update={k: v for k, v in (("seed", seed), ("duration_s", duration_s)) if v is not None})
+    names = list(variants) if variants else list(VARIANTS)
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        raise LeoguardError(f"unknown variant(s) {unknown}: known are {list(VARIANTS)}")
+    tcp, probe = _flow_index(sc, "tcp"), _flow_index(sc, "cbr")
+    runs = {}
+    for n in names:
+        if progress:
+            progress(n)
+        runs[n] = simulate(VARIANTS[n][1](sc))
+    table = pl.DataFrame([_row(n, r, tcp, probe) for n, r in runs.items()])
+    return Ablation(sc, runs, table, _checks(sc, runs, tcp, probe))
+
+
+def _checks(sc: Scenario, runs: dict[str, Results], tcp: int, probe: int) -> list[dict[str, Any]]:
+    """Issue 4's acceptance criteria, each with the figures it compares."""
+    out: list[dict[str, Any]] = []
+
+    def flow(name: str, i: int) -> dict[str, Any]:
+        return runs[name].flows.row(i, named=True)
+
+    if "satguard" in runs and "none" in runs:
+        a, b = flow("none", probe)["endpoint_loss"], flow("satguard", probe)["endpoint_loss"]
+        out.append({"check": "probe loss with SATGUARD <= 1/100 of unprotected", "unprotected": a, "satguard": b,
+                    "passed": a > 0 and b <= a / 100})  # fmt: skip
+    if "satguard" in runs and "lossless" in runs:
+        p99, ref = flow("satguard", probe)["owd_ms_p99"], flow("lossless", probe)["owd_ms_p99"]
+        rtt = max_user_link_rtt_ms(sc) or 0.0
+        hold = (runs["satguard"].satguard or {}).get("exit_max_hold_ns", 0) / 1e6
+        bound = ref + rtt + hold
+        out.append({"check": "probe p99 OWD with SATGUARD <= lossless p99 + user-link RTT + max reorder hold",
+                    "satguard_p99_ms": p99, "lossless_p99_ms": ref, "user_link_rtt_ms": round(rtt, 3),
+                    "max_reorder_hold_ms": round(hold, 3), "bound_ms": round(bound, 3),
+                    "passed": p99 <= bound})  # fmt: skip
+    if "linkguardian" in runs and "none" in runs:
+        lg = runs["linkguardian"].linkguardian or {}
+        a, b = flow("none", probe)["endpoint_loss"], flow("linkguardian", probe)["endpoint_loss"]
+        out.append({"check": "LinkGuardian recovers ordinary losses but loses its buffer at handovers",
+                    "unprotected_loss": a, "linkguardian_loss": b,
+                    "given_up_at_link_change": lg.get("given_up_link_change", 0),
+                    "passed": b < a and lg.get("given_up_link_change", 0) > 0})  # fmt: skip
+    return out
