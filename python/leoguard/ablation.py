@@ -122,6 +122,7 @@ def _row(name: str, res: Results, tcp: int, probe: int) -> dict[str, Any]:
         "timer_losses": sg.get("timer_losses", 0),
         "feedback_mbytes": round((sg.get("hack_bytes", 0) + lg.get("ack_bytes", 0)) / 1e6, 2),
         "processed_packets": sg.get("protected", lg.get("protected", 0)),
+        "unprocessed_packets": sg.get("unprotected", lg.get("unprotected", 0)),
         "max_reorder_hold_ms": round(sg.get("exit_max_hold_ns", 0) / 1e6, 3),
     }
 

@@ -333,7 +333,7 @@ def ablation(
     else:
         cols = ["variant", "tcp_goodput_mbps", "tcp_retransmissions", "tcp_rtos", "probe_loss", "probe_owd_p50_ms",
                 "probe_owd_p99_ms", "hop_retransmissions", "lost_at_handover", "migrated_packets", "timer_losses",
-                "feedback_mbytes", "processed_packets"]  # fmt: skip
+                "feedback_mbytes", "processed_packets", "unprocessed_packets"]  # fmt: skip
         t = Table(*cols)
         for r in ab.table.select(cols).iter_rows():
             t.add_row(*[str(x) for x in r])

@@ -22,6 +22,7 @@ COMMANDS = [
     ["bench", "constellation"],
     ["bench", "sim"],
     ["run"],
+    ["ablation"],
     ["demo"],
 ]
 

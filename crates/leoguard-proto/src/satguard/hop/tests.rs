@@ -228,3 +228,21 @@ proptest! {
         prop_assert_eq!(s.pending(), 0);
     }
 }
+
+#[test]
+fn a_long_loss_free_run_stays_acknowledged() {
+    // Regression: the receiver's run once grew without bound, and after 2^14 packets every HAck fell
+    // outside the sender's window (ignored, then spurious timer retransmissions).
+    let mut s: HopSender<u64> = HopSender::new(HopConfig::default()).expect("valid");
+    let mut r = HopReceiver::new(0, 1000);
+    for i in 0..100_000u64 {
+        let h = s.on_send(Instant(i), i, 100, 0);
+        let got = r.on_receive(Instant(i), h, i, false);
+        s.on_hack(Instant(i), &got.hack);
+    }
+    assert_eq!(s.stats.hacks_out_of_window, 0);
+    assert_eq!(s.stats.acked, 100_000);
+    assert_eq!(s.pending(), 0);
+    s.handle_timeout(Instant(200_000_000));
+    assert!(s.poll_retransmit(Instant(200_000_000)).is_none());
+}
