@@ -16,25 +16,41 @@
 //! dummy) and notified. SATGUARD §3.3 says LinkGuard-style LL-ReTx uses one fixed timer on
 //! one-to-many (user) links, where out-of-order HAcks from many terminals make gaps meaningless:
 //! with `fixed_timeout = Some(t)` the sender ignores notifications and retransmits whatever stays
-//! unacknowledged `t` after its last transmission.
+//! unacknowledged `t` after its last transmission. There a terminal can only acknowledge the packets
+//! it received (SATGUARD §3.3: "if the satellite does not receive HAck for thd seconds, the packet is
+//! considered lost"; 802.11 acknowledges each frame), so the receiver acknowledges every packet
+//! individually ([`LgAck::received`]) besides the cumulative leading ACK. With the cumulative ACK
+//! alone, every packet received behind a hole would stay unacknowledged until the hole is repaired
+//! (one timeout plus one RTT) and time out spuriously: about one RTT of packets, twice each, per loss.
+//!
+//! ## Tx buffer
+//! LinkGuardian stamps and copies a packet in the egress pipeline, after the interface queue: the
+//! Tx buffer holds what is on the wire and unacknowledged, and the timers of a packet start when it
+//! leaves. A host that stamps packets when it queues them tells [`LgSender::on_send`] when the packet
+//! will leave; the copy joins the Tx buffer (and its bytes count against `tx_buffer_bytes`) only
+//! then, so a deep interface queue neither evicts live copies nor starts timers early. Priority
+//! packets sent ahead of the queue delay it ([`LgSender::on_priority_sent`]).
 //!
 //! ## Dummy rule (tail loss)
 //! The host calls [`LgSender::on_idle`] when its egress queue for the link drains. If the Tx buffer
 //! then holds unacknowledged packets, the sender emits a *train* of `dummies_per_train` dummies
 //! carrying the next (unused) sequence number, so the receiver sees that everything before it was
-//! sent and notifies a lost tail. A train also follows each retransmission burst sent while the host
-//! is idle (a lost retransmission is a tail too). Trains are clocked by feedback, not by a loss timer:
-//! the budget of `max_dummy_trains` is refilled by every ACK and by new data (a new burst's tail gets
-//! its own probe, however often the egress goes idle within one RTT). Liveness fallback only: while
-//! idle with unacknowledged copies, a further train goes one link RTT after the last; once the budget
-//! is spent without any ACK coming back the remaining packets are given up
+//! sent and notifies a lost tail. Trains are paced at one per link RTT: a train covers every copy
+//! sent before it, and until its feedback can be back a later train only repeats what the data sent
+//! since then reveals by itself (at partial load the egress drains after almost every packet; a
+//! train per drain would send about one dummy per data packet). A drain within one RTT of the last
+//! train defers the next train to one link RTT after it ([`LgSender::poll_timeout`]), so a tail is
+//! probed at most one link RTT late. A train also follows a retransmission burst sent while idle (a
+//! lost retransmission is a tail too), under the same pacing. While idle with unacknowledged copies
+//! trains repeat every link RTT (liveness); every ACK refills a budget of `max_dummy_trains`, and
+//! once the budget is spent without any ACK coming back the remaining packets are given up
 //! (`GiveUpReason::NoFeedback`) so the buffer never holds them forever.
 //!
 //! ## Spurious retransmissions
 //! Leading ACKs are cumulative, so a lost ACK costs nothing. Every ACK sent while a hole is open
 //! repeats the head hole (a lost notification is repaired by the next one); the sender ignores a
 //! notification for a packet retransmitted less than one link RTT ago, since that notification
-//! cannot yet reflect the retransmission (FIFO link).
+//! cannot yet reflect the retransmission (FIFO link, retransmissions on the priority queue).
 //!
 //! ## Handover
 //! None (the baseline's weakness SATGUARD §5 shows): [`LgSender::on_link_change`] discards the
@@ -79,20 +95,24 @@ pub struct LgConfig {
 }
 
 impl LgConfig {
-    /// Tx buffer = `BDP_FACTOR` × rate × RTT. A copy lives one RTT until its leading ACK returns; a
-    /// packet behind a hole waits one more RTT (notification + retransmission) because leading ACKs
-    /// are cumulative. Two BDPs keep one recovery round at line rate from evicting live copies.
-    pub const BDP_FACTOR: u64 = 2;
-
     /// Defaults for a link of `rate` and `one_way_delay`, scaled by its bandwidth-delay product
     /// (REFERENCE.md: "Scale its timers and buffers by the hop's bandwidth-delay product").
+    ///
+    /// Tx buffer = (1 + `max_retries`) × rate × RTT. A copy lives one RTT until its leading ACK
+    /// returns; because leading ACKs are cumulative, a packet behind a hole waits one more RTT for
+    /// every recovery round of the hole (notification + retransmission, rounds one 1-RTT guard apart
+    /// when feedback is continuous, as it is at line rate). The buffer holds what line rate sends
+    /// while the sender may still retransmit the hole. A smaller one evicts the hole's copy while it
+    /// is being repaired at sustained line rate with ~1 % loss (a hole is almost always open): the
+    /// receiver then waits `hole_timeout` for a packet that will not come, its cumulative ACK
+    /// stalls, and every copy behind the hole is evicted too.
     pub fn for_link(rate: Bps, one_way_delay: Duration) -> LgConfig {
         let rtt = Duration(one_way_delay.as_nanos().saturating_mul(2).max(1_000));
         let bdp = rate.bytes_in(rtt).0;
         let max_retries = 3u8;
         LgConfig {
             link_rtt: rtt,
-            tx_buffer_bytes: bdp.saturating_mul(Self::BDP_FACTOR).max(FLOOR_PACKETS_BYTES),
+            tx_buffer_bytes: bdp.saturating_mul(1 + u64::from(max_retries)).max(FLOOR_PACKETS_BYTES),
             retx_copies: 2,
             max_retries,
             dummies_per_train: 2,
@@ -148,6 +168,9 @@ pub struct LgAck {
     pub leading_ack: Seq16,
     /// Loss notification: first lost sequence number and hole size.
     pub loss: Option<(Seq16, u16)>,
+    /// Fixed-timer (shared) links only: the packet this ACK answers, acknowledged on its own (module
+    /// docs, "Loss detection"); never together with a loss notification.
+    pub received: Option<Seq16>,
 }
 
 /// What an [`Outgoing`] packet is.

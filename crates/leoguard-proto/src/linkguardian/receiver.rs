@@ -51,6 +51,12 @@ pub struct LgReceiver<T> {
     held: u64,
     deliver: VecDeque<T>,
     losses: VecDeque<(Seq16, u16)>,
+    /// Open holes (first seq, size) in order; filled or passed ones are dropped when met.
+    open: VecDeque<(Seq16, u16)>,
+    /// Which open hole the next repeated notification names (round robin).
+    cursor: usize,
+    /// Fixed-timer (shared) links: packets received and not yet acknowledged one by one.
+    to_ack: VecDeque<Seq16>,
     ack_pending: bool,
     stats: ReceiverStats,
 }
@@ -66,9 +72,18 @@ impl<T> LgReceiver<T> {
             held: 0,
             deliver: VecDeque::new(),
             losses: VecDeque::new(),
+            open: VecDeque::new(),
+            cursor: 0,
+            to_ack: VecDeque::new(),
             ack_pending: false,
             stats: ReceiverStats::default(),
         })
+    }
+
+    /// Whether this is a shared link: per-packet ACKs, no loss notifications (module docs, "Loss
+    /// detection").
+    fn shared(&self) -> bool {
+        self.cfg.fixed_timeout.is_some()
     }
 
     /// Handles a data packet (original or retransmitted copy).
@@ -76,6 +91,11 @@ impl<T> LgReceiver<T> {
         self.stats.received += 1;
         self.ack_pending = true;
         let off = seq.diff(self.expected);
+        if self.shared() && off < i32::from(self.cfg.max_window) {
+            // Acknowledged one by one; a copy received again is acknowledged again (the first ACK
+            // may have been lost).
+            self.to_ack.push_back(seq);
+        }
         if off < 0 {
             self.stats.duplicates += 1;
         } else if off >= i32::from(self.cfg.max_window) {
@@ -102,7 +122,7 @@ impl<T> LgReceiver<T> {
             }
             self.advance();
         }
-        self.renotify_head();
+        self.renotify();
     }
 
     /// Handles a dummy carrying `next`, the sender's next unused sequence number: everything before
@@ -114,7 +134,7 @@ impl<T> LgReceiver<T> {
         if off > 0 && off <= i32::from(self.cfg.max_window) {
             self.open_holes(now, off as usize);
         }
-        self.renotify_head();
+        self.renotify();
     }
 
     /// Marks slots up to `off` (exclusive) that were never seen as missing and notifies the new hole.
@@ -124,19 +144,44 @@ impl<T> LgReceiver<T> {
             let first = self.expected.plus(len as u16);
             let size = (off - len) as u16;
             self.window.extend((len..off).map(|_| Slot::Missing(now)));
-            self.losses.push_back((first, size));
+            if !self.shared() {
+                self.losses.push_back((first, size));
+                self.open.push_back((first, size));
+            }
             self.stats.holes += 1;
         }
     }
 
-    /// While a hole is open and no fresh notification is queued, the ACK repeats the head hole so a
-    /// lost notification is repaired (the sender's 1-RTT guard filters repeats).
-    fn renotify_head(&mut self) {
-        if self.losses.is_empty() {
-            let n = self.window.iter().take_while(|s| matches!(s, Slot::Missing(_))).count();
-            if n > 0 {
-                self.losses.push_back((self.expected, n as u16));
+    /// Whether `seq` is an open hole.
+    fn missing(&self, seq: Seq16) -> bool {
+        let off = seq.diff(self.expected);
+        off >= 0 && matches!(self.window.get(off as usize), Some(Slot::Missing(_)))
+    }
+
+    /// While holes are open and no fresh notification is queued, the ACK repeats one of them, in
+    /// turn, so that a lost notification is repaired by a later one whichever hole it named (the
+    /// sender's 1-RTT guard filters repeats). Repeating only the head hole would leave a later hole
+    /// whose notification was lost unrepaired until every hole before it is.
+    fn renotify(&mut self) {
+        if !self.losses.is_empty() || self.shared() {
+            return;
+        }
+        while !self.open.is_empty() {
+            if self.cursor >= self.open.len() {
+                self.cursor = 0;
             }
+            let (first, n) = self.open[self.cursor];
+            let Some(k) = (0..n).find(|&k| self.missing(first.plus(k))) else {
+                // Filled, or given up by the hole timeout.
+                self.open.remove(self.cursor);
+                continue;
+            };
+            let start = first.plus(k);
+            let run = (k..n).take_while(|&j| self.missing(first.plus(j))).count() as u16;
+            self.open[self.cursor] = (start, n - k);
+            self.losses.push_back((start, run));
+            self.cursor += 1;
+            return;
         }
     }
 
@@ -155,20 +200,22 @@ impl<T> LgReceiver<T> {
         }
     }
 
-    /// Next ACK to send; each one carries at most one loss notification.
+    /// Next ACK to send; each one carries at most one loss notification, or on a shared link the one
+    /// packet it acknowledges.
     pub fn poll_ack(&mut self) -> Option<LgAck> {
         let loss = self.losses.pop_front();
-        if loss.is_none() && !self.ack_pending {
+        let received = if loss.is_none() { self.to_ack.pop_front() } else { None };
+        if loss.is_none() && received.is_none() && !self.ack_pending {
             return None;
         }
-        if self.losses.is_empty() {
+        if self.losses.is_empty() && self.to_ack.is_empty() {
             self.ack_pending = false;
         }
         self.stats.acks += 1;
         if loss.is_some() {
             self.stats.notifications += 1;
         }
-        Some(LgAck { leading_ack: self.expected.plus(u16::MAX), loss })
+        Some(LgAck { leading_ack: self.expected.plus(u16::MAX), loss, received })
     }
 
     /// Next packet for the host (in order in ordered mode).
@@ -205,6 +252,9 @@ impl<T> LgReceiver<T> {
         self.window.clear();
         self.held = 0;
         self.losses.clear();
+        self.open.clear();
+        self.cursor = 0;
+        self.to_ack.clear();
         self.ack_pending = false;
         self.expected = Seq16(0);
         n

@@ -1,7 +1,7 @@
 //! The upstream side of a LinkGuardian link: sequence numbers, Tx buffer, retransmissions, dummies.
 
 use super::{GiveUpReason, LgAck, LgConfig, LgConfigError, LgEvent, OutKind, Outgoing};
-use leoguard_core::{Instant, Seq16};
+use leoguard_core::{Duration, Instant, Seq16};
 use std::collections::VecDeque;
 
 /// A copy kept for retransmission.
@@ -10,7 +10,10 @@ struct Entry<T> {
     item: T,
     bytes: u32,
     retries: u8,
+    /// When its last (re)transmission left the interface (its first one may lie ahead, see `queued`).
     last_tx: Instant,
+    /// It has left the interface: its bytes count in the Tx buffer.
+    on_wire: bool,
 }
 
 /// Sender counters.
@@ -26,6 +29,8 @@ pub struct SenderStats {
     pub retx_rounds: u64,
     /// Dummies sent.
     pub dummies: u64,
+    /// Dummy trains sent.
+    pub trains: u64,
     /// Loss notifications received.
     pub notifications: u64,
     /// Notifications ignored (guard, unknown or gone packets, fixed-timer mode).
@@ -49,14 +54,23 @@ pub struct LgSender<T> {
     next_seq: Seq16,
     /// Sequence number of `buf[0]`.
     base: Seq16,
-    /// Copies by sequence number from `base`; `None` once given up.
+    /// Copies by sequence number from `base`; `None` once acknowledged out of order or given up.
     buf: VecDeque<Option<Entry<T>>>,
+    /// Bytes of the live copies that have left the interface (the Tx buffer proper).
     buf_bytes: u64,
     live: usize,
+    /// Stamped packets still queued at the host's interface, in order: (departure as estimated by
+    /// `on_send`, `pushed_back` then, seq); each leaves later by what `pushed_back` grew since. Their
+    /// copies join the Tx buffer when they leave (module docs, "Tx buffer").
+    queued: VecDeque<(Instant, Duration, Seq16)>,
+    /// Total time priority packets sent ahead of queued data delayed it ([`LgSender::on_priority_sent`]).
+    pushed_back: Duration,
     /// Queued retransmission copies (seq, copy index).
     retx: VecDeque<(Seq16, u8)>,
-    /// Fixed-timer deadlines in transmission order (lazy deletion).
+    /// Fixed-timer deadlines of first transmissions, in departure order (lazy deletion).
     timers: VecDeque<(Instant, Seq16)>,
+    /// Fixed-timer deadlines of retransmissions, in order (lazy deletion).
+    retx_timers: VecDeque<(Instant, Seq16)>,
     idle: bool,
     dummies_left: u8,
     trains_left: u8,
@@ -76,8 +90,11 @@ impl<T: Clone> LgSender<T> {
             buf: VecDeque::new(),
             buf_bytes: 0,
             live: 0,
+            queued: VecDeque::new(),
+            pushed_back: Duration::ZERO,
             retx: VecDeque::new(),
             timers: VecDeque::new(),
+            retx_timers: VecDeque::new(),
             idle: false,
             dummies_left: 0,
             trains_left: cfg.max_dummy_trains,
@@ -92,36 +109,72 @@ impl<T: Clone> LgSender<T> {
         &self.cfg
     }
 
-    /// Records a data packet the host is about to send; returns the sequence number to stamp on it.
-    pub fn on_send(&mut self, now: Instant, item: T, bytes: u32) -> Seq16 {
+    /// Records a data packet the host puts on its interface queue at `now`, whose last bit leaves the
+    /// interface at `leaves` (`now` on an idle interface); returns the sequence number to stamp on it.
+    /// Its copy joins the Tx buffer and its timers start when it leaves (module docs, "Tx buffer").
+    pub fn on_send(&mut self, now: Instant, leaves: Instant, item: T, bytes: u32) -> Seq16 {
+        self.settle(now);
+        // Departures are in order (FIFO interface); an estimate that runs backwards is clamped.
+        let leaves = self.queued.back().map_or(leaves, |&q| leaves.max(self.departure(q))).max(now);
         let seq = self.next_seq;
         self.next_seq = seq.next();
         self.stats.sent += 1;
-        // A new burst: its own packets reveal earlier holes, pending dummies are pointless, and its
-        // tail gets its own probe: the train budget bounds only the trains sent while nothing new is
-        // sent (module docs, "Dummy rule"). Without the refill, a host that goes idle more than
-        // `max_dummy_trains` times within the first RTT after a silence gives up everything.
+        // New data reveals earlier holes itself: pending dummies are pointless.
         self.idle = false;
         self.dummies_left = 0;
-        self.last_train = None;
-        self.trains_left = self.cfg.max_dummy_trains;
-        // Bounded Tx buffer (bytes and sequence span): the oldest copies make room.
-        while self.live > 0 && self.buf_bytes + u64::from(bytes) > self.cfg.tx_buffer_bytes
-            || self.buf.len() >= usize::from(self.cfg.max_window)
-        {
+        // The sequence span is bounded too (16-bit serial order).
+        while self.buf.len() >= usize::from(self.cfg.max_window) {
             self.evict_front(GiveUpReason::BufferFull);
         }
         if self.buf.is_empty() {
             self.base = seq;
         }
-        self.buf.push_back(Some(Entry { item, bytes, retries: 0, last_tx: now }));
-        self.buf_bytes += u64::from(bytes);
+        self.buf.push_back(Some(Entry { item, bytes, retries: 0, last_tx: leaves, on_wire: false }));
         self.live += 1;
-        self.stats.buffer_bytes_max = self.stats.buffer_bytes_max.max(self.buf_bytes);
-        if let Some(t) = self.cfg.fixed_timeout {
-            self.timers.push_back((now + t, seq));
-        }
+        self.queued.push_back((leaves, self.pushed_back, seq));
+        self.settle(now);
         seq
+    }
+
+    /// The host put a priority packet taking `d` to serialise on the link at `now`: it goes ahead of
+    /// the data queued at the interface, which leaves `d` later than estimated.
+    pub fn on_priority_sent(&mut self, now: Instant, d: Duration) {
+        self.settle(now);
+        if !self.queued.is_empty() {
+            self.pushed_back = self.pushed_back + d;
+        }
+    }
+
+    /// When a queued packet leaves the interface.
+    fn departure(&self, (leaves, pushed_back, _): (Instant, Duration, Seq16)) -> Instant {
+        leaves + Duration(self.pushed_back.as_nanos() - pushed_back.as_nanos())
+    }
+
+    /// Moves the copies that left the interface by `now` into the Tx buffer (their timers start);
+    /// when it overflows, the oldest copies make room (bounded Tx buffer).
+    fn settle(&mut self, now: Instant) {
+        while let Some(&q) = self.queued.front() {
+            let t = self.departure(q);
+            if t > now {
+                break;
+            }
+            self.queued.pop_front();
+            let Some(i) = self.index(q.2) else { continue };
+            if let Some(e) = self.buf[i].as_mut() {
+                if !e.on_wire {
+                    e.on_wire = true;
+                    e.last_tx = t;
+                    self.buf_bytes += u64::from(e.bytes);
+                    if let Some(d) = self.cfg.fixed_timeout {
+                        self.timers.push_back((t + d, q.2));
+                    }
+                }
+            }
+            while self.buf_bytes > self.cfg.tx_buffer_bytes {
+                self.evict_front(GiveUpReason::BufferFull);
+            }
+            self.stats.buffer_bytes_max = self.stats.buffer_bytes_max.max(self.buf_bytes);
+        }
     }
 
     /// Drops the oldest slot (giving it up if still live).
@@ -137,7 +190,9 @@ impl<T: Clone> LgSender<T> {
     }
 
     fn forget(&mut self, e: &Entry<T>) {
-        self.buf_bytes -= u64::from(e.bytes);
+        if e.on_wire {
+            self.buf_bytes -= u64::from(e.bytes);
+        }
         self.live -= 1;
     }
 
@@ -149,7 +204,8 @@ impl<T: Clone> LgSender<T> {
         self.events.push_back(LgEvent::GivenUp { seq, reason });
     }
 
-    /// Pops given-up slots at the front.
+    /// Pops acknowledged or given-up slots at the front, and the fixed-timer deadlines at the front
+    /// whose packets are gone (so that `poll_timeout` names live work).
     fn trim(&mut self) {
         while let Some(None) = self.buf.front() {
             self.buf.pop_front();
@@ -157,6 +213,20 @@ impl<T: Clone> LgSender<T> {
         }
         if self.buf.is_empty() {
             self.base = self.next_seq;
+        }
+        for retransmissions in [false, true] {
+            loop {
+                let q = if retransmissions { &self.retx_timers } else { &self.timers };
+                let Some(&(_, seq)) = q.front() else { break };
+                if self.index(seq).is_some_and(|i| self.buf[i].is_some()) {
+                    break;
+                }
+                if retransmissions {
+                    self.retx_timers.pop_front();
+                } else {
+                    self.timers.pop_front();
+                }
+            }
         }
     }
 
@@ -174,7 +244,22 @@ impl<T: Clone> LgSender<T> {
         }
     }
 
+    /// Reports the packet at `i` acknowledged and drops its copy.
+    fn ack_at(&mut self, i: usize) {
+        if let Some(e) = self.buf[i].take() {
+            self.forget(&e);
+            self.stats.acked += 1;
+            let seq = self.base.plus(i as u16);
+            self.events.push_back(if e.retries == 0 {
+                LgEvent::Delivered { seq }
+            } else {
+                LgEvent::Recovered { seq, retries: e.retries }
+            });
+        }
+    }
+
     /// Starts a retransmission round for the packet at `i`, or gives it up past `max_retries`.
+    /// Retransmissions go on the priority queue (`Outgoing::priority`), so they leave at `now`.
     fn retransmit_at(&mut self, now: Instant, i: usize) {
         let seq = self.base.plus(i as u16);
         let Some(e) = self.buf[i].as_mut() else { return };
@@ -190,33 +275,27 @@ impl<T: Clone> LgSender<T> {
             self.retx.push_back((seq, copy));
         }
         if let Some(t) = self.cfg.fixed_timeout {
-            self.timers.push_back((now + t, seq));
+            self.retx_timers.push_back((now + t, seq));
         }
     }
 
     /// Handles receiver feedback.
     pub fn on_ack(&mut self, now: Instant, ack: &LgAck) {
+        self.settle(now);
         let acked = ack.leading_ack.diff(self.base) + 1;
         if acked > self.buf.len() as i32 {
             // Acknowledges what was never sent (stale ACK from before a link change, or garbage).
             self.stats.bad_acks += 1;
             return;
         }
-        if acked > 0 {
-            for _ in 0..acked {
-                if let Some(Some(e)) = self.buf.pop_front() {
-                    self.forget(&e);
-                    self.stats.acked += 1;
-                    self.events.push_back(if e.retries == 0 {
-                        LgEvent::Delivered { seq: self.base }
-                    } else {
-                        LgEvent::Recovered { seq: self.base, retries: e.retries }
-                    });
-                }
-                self.base = self.base.next();
-            }
-            self.trim();
+        for i in 0..acked.max(0) as usize {
+            self.ack_at(i);
         }
+        // Shared links: the per-packet acknowledgement (module docs, "Loss detection").
+        if let Some(i) = ack.received.and_then(|s| self.index(s)) {
+            self.ack_at(i);
+        }
+        self.trim();
         // Feedback arrived: the dummy-train budget refills (module docs, "Dummy rule").
         self.trains_left = self.cfg.max_dummy_trains;
         if let Some((first, n)) = ack.loss {
@@ -248,14 +327,20 @@ impl<T: Clone> LgSender<T> {
         }
     }
 
-    /// The host's egress queue for this link drained: arms a dummy train if copies are unacknowledged.
+    /// The host's egress queue for this link drained: sends a dummy train if copies are
+    /// unacknowledged and the last train is at least one link RTT old (module docs, "Dummy rule").
     pub fn on_idle(&mut self, now: Instant) {
+        self.settle(now);
         self.idle = true;
         self.maybe_train(now);
     }
 
     fn maybe_train(&mut self, now: Instant) {
         if self.cfg.fixed_timeout.is_some() || self.live == 0 || self.dummies_left > 0 {
+            return;
+        }
+        if self.last_train.is_some_and(|t| now < t + self.cfg.link_rtt) {
+            // One train per link RTT: `poll_timeout` brings the host back when the next one is due.
             return;
         }
         if self.trains_left == 0 {
@@ -268,12 +353,14 @@ impl<T: Clone> LgSender<T> {
             return;
         }
         self.trains_left -= 1;
+        self.stats.trains += 1;
         self.dummies_left = self.cfg.dummies_per_train;
         self.last_train = Some(now);
     }
 
     /// Next retransmission copy or dummy to send, retransmissions first; `None` if none.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing<T>> {
+        self.settle(now);
         while let Some((seq, copy)) = self.retx.pop_front() {
             let Some(i) = self.index(seq) else { continue };
             let Some(e) = self.buf[i].as_ref() else { continue };
@@ -286,8 +373,7 @@ impl<T: Clone> LgSender<T> {
                 priority: true,
             };
             if self.retx.is_empty() && self.idle {
-                // A retransmission burst sent while idle is a tail: follow it with a train.
-                self.dummies_left = 0;
+                // A retransmission burst sent while idle is a tail: a train follows (when due).
                 self.maybe_train(now);
             }
             return Some(out);
@@ -302,9 +388,12 @@ impl<T: Clone> LgSender<T> {
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) next has work: the fixed timer, or the next
-    /// fallback train while idle.
+    /// train while idle.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let fixed = self.timers.front().map(|&(t, _)| t);
+        // A queued packet's timer starts when it leaves (`settle` arms it on the next call).
+        let queued = self.cfg.fixed_timeout.and_then(|d| self.queued.front().map(|&q| self.departure(q) + d));
+        let fixed =
+            [self.timers.front(), self.retx_timers.front()].into_iter().flatten().map(|&(t, _)| t).chain(queued).min();
         let train = match (self.idle, self.live > 0, self.last_train, self.cfg.fixed_timeout) {
             (true, true, Some(t), None) if self.dummies_left == 0 => Some(t + self.cfg.link_rtt),
             _ => None,
@@ -312,26 +401,28 @@ impl<T: Clone> LgSender<T> {
         fixed.into_iter().chain(train).min()
     }
 
-    /// Handles the fixed timer and the fallback trains.
+    /// Handles the fixed timer and the trains due while idle.
     pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some(&(t, seq)) = self.timers.front() {
-            if t > now {
-                break;
-            }
-            self.timers.pop_front();
-            let Some(i) = self.index(seq) else { continue };
-            let due = self.buf[i].as_ref().and_then(|e| self.cfg.fixed_timeout.map(|d| e.last_tx + d <= now));
-            if due == Some(true) {
-                self.stats.timeouts += 1;
-                self.retransmit_at(now, i);
+        self.settle(now);
+        for retransmissions in [false, true] {
+            loop {
+                let q = if retransmissions { &mut self.retx_timers } else { &mut self.timers };
+                let Some(&(t, seq)) = q.front() else { break };
+                if t > now {
+                    break;
+                }
+                q.pop_front();
+                let Some(i) = self.index(seq) else { continue };
+                let due = self.buf[i].as_ref().and_then(|e| self.cfg.fixed_timeout.map(|d| e.last_tx + d <= now));
+                if due == Some(true) {
+                    self.stats.timeouts += 1;
+                    self.retransmit_at(now, i);
+                }
             }
         }
         self.trim();
-        if let Some(last) = self.last_train {
-            if self.idle && self.dummies_left == 0 && now >= last + self.cfg.link_rtt {
-                self.last_train = None;
-                self.maybe_train(now);
-            }
+        if self.idle && self.dummies_left == 0 {
+            self.maybe_train(now);
         }
     }
 
@@ -344,8 +435,10 @@ impl<T: Clone> LgSender<T> {
             self.give_up_at(i, GiveUpReason::LinkChange);
         }
         self.buf.clear();
+        self.queued.clear();
         self.retx.clear();
         self.timers.clear();
+        self.retx_timers.clear();
         self.next_seq = Seq16(0);
         self.base = Seq16(0);
         self.dummies_left = 0;
@@ -369,12 +462,12 @@ impl<T: Clone> LgSender<T> {
         &self.stats
     }
 
-    /// Bytes in the Tx buffer now.
+    /// Bytes in the Tx buffer now (copies that left the interface and are unacknowledged).
     pub fn buffer_bytes(&self) -> u64 {
         self.buf_bytes
     }
 
-    /// Packets held for retransmission now.
+    /// Packets held for retransmission now (including those still queued at the interface).
     pub fn in_flight(&self) -> usize {
         self.live
     }

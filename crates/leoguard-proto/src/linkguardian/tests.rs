@@ -30,9 +30,9 @@ fn delivered(rx: &mut LgReceiver<u32>) -> Vec<u32> {
 fn for_link_scales_with_the_bdp() {
     let c = cfg();
     assert_eq!(c.link_rtt, Duration::from_micros(100));
-    assert_eq!(c.tx_buffer_bytes, 96_000, "2 x BDP (25 kB) floored at 64 packets");
+    assert_eq!(c.tx_buffer_bytes, 96_000, "(1 + 3 retries) x BDP (50 kB) floored at 64 packets");
     let c = LgConfig::for_link(Bps::gbps(1), Duration::from_millis(5));
-    assert_eq!(c.tx_buffer_bytes, 2 * 1_250_000);
+    assert_eq!(c.tx_buffer_bytes, 4 * 1_250_000);
     assert_eq!(c.hole_timeout, Duration::from_millis(80), "(3 + 1) x 2 x RTT");
     let c = cfg();
     assert_eq!(LgConfig { link_rtt: Duration::ZERO, ..c }.validate(), Err(LgConfigError::Zero("link_rtt")));
@@ -45,7 +45,7 @@ fn for_link_scales_with_the_bdp() {
 fn a_lost_packet_is_recovered_after_one_notification() {
     let (mut tx, mut rx) = pair(cfg());
     for i in 0..5u32 {
-        let s = tx.on_send(us(u64::from(i)), i, 1000);
+        let s = tx.on_send(us(u64::from(i)), us(u64::from(i)), i, 1000);
         assert_eq!(s, Seq16(i as u16));
         if i != 2 {
             rx.on_receive(us(50 + u64::from(i)), s, i);
@@ -53,7 +53,7 @@ fn a_lost_packet_is_recovered_after_one_notification() {
     }
     assert_eq!(delivered(&mut rx), vec![0, 1], "ordered mode holds 3 and 4 behind the hole");
     let a = acks(&mut rx);
-    assert_eq!(a[0], LgAck { leading_ack: Seq16(2).plus(u16::MAX), loss: Some((Seq16(2), 1)) });
+    assert_eq!(a[0], LgAck { leading_ack: Seq16(2).plus(u16::MAX), loss: Some((Seq16(2), 1)), received: None });
     for x in &a {
         tx.on_ack(us(110), x);
     }
@@ -80,7 +80,7 @@ fn a_lost_packet_is_recovered_after_one_notification() {
 fn a_lost_tail_is_recovered_through_dummies() {
     let (mut tx, mut rx) = pair(cfg());
     for i in 0..4u32 {
-        let s = tx.on_send(us(0), i, 1000);
+        let s = tx.on_send(us(0), us(0), i, 1000);
         if i < 2 {
             rx.on_receive(us(50), s, i);
         }
@@ -115,7 +115,7 @@ fn a_lost_tail_is_recovered_through_dummies() {
 fn a_lost_ack_causes_no_spurious_retransmission() {
     let (mut tx, mut rx) = pair(cfg());
     for i in 0..10u32 {
-        let s = tx.on_send(us(u64::from(i)), i, 1000);
+        let s = tx.on_send(us(u64::from(i)), us(u64::from(i)), i, 1000);
         rx.on_receive(us(50 + u64::from(i)), s, i);
         let a = acks(&mut rx);
         if i % 3 != 0 {
@@ -140,7 +140,7 @@ fn a_lost_ack_causes_no_spurious_retransmission() {
 fn unordered_mode_releases_at_once_and_ordered_mode_in_order() {
     for ordered in [false, true] {
         let (mut tx, mut rx) = pair(LgConfig { ordered, ..cfg() });
-        let seqs: Vec<Seq16> = (0..4u32).map(|i| tx.on_send(us(0), i, 100)).collect();
+        let seqs: Vec<Seq16> = (0..4u32).map(|i| tx.on_send(us(0), us(0), i, 100)).collect();
         for &i in &[0usize, 2, 3, 1] {
             rx.on_receive(us(50), seqs[i], i as u32);
         }
@@ -153,7 +153,7 @@ fn unordered_mode_releases_at_once_and_ordered_mode_in_order() {
 #[test]
 fn receiver_gives_up_a_hole_after_the_timeout() {
     let (mut tx, mut rx) = pair(cfg());
-    let s: Vec<_> = (0..3u32).map(|i| tx.on_send(us(0), i, 100)).collect();
+    let s: Vec<_> = (0..3u32).map(|i| tx.on_send(us(0), us(0), i, 100)).collect();
     rx.on_receive(us(50), s[0], 0);
     rx.on_receive(us(50), s[2], 2);
     assert_eq!(rx.poll_timeout(), Some(us(50) + cfg().hole_timeout));
@@ -167,8 +167,8 @@ fn receiver_gives_up_a_hole_after_the_timeout() {
 fn fixed_timer_mode_ignores_notifications_and_bounds_retries() {
     let c = LgConfig { fixed_timeout: Some(Duration::from_micros(300)), max_retries: 2, ..cfg() };
     let (mut tx, _) = pair(c);
-    tx.on_send(us(0), 7, 100);
-    tx.on_ack(us(100), &LgAck { leading_ack: Seq16(u16::MAX), loss: Some((Seq16(0), 1)) });
+    tx.on_send(us(0), us(0), 7, 100);
+    tx.on_ack(us(100), &LgAck { leading_ack: Seq16(u16::MAX), loss: Some((Seq16(0), 1)), received: None });
     assert_eq!(tx.poll_transmit(us(100)), None, "gaps in feedback are not losses on shared links");
     assert_eq!(tx.poll_timeout(), Some(us(300)));
     tx.handle_timeout(us(300));
@@ -184,14 +184,14 @@ fn fixed_timer_mode_ignores_notifications_and_bounds_retries() {
 fn a_link_change_discards_the_buffer_and_a_full_buffer_evicts_the_oldest() {
     let (mut tx, _) = pair(LgConfig { tx_buffer_bytes: 3000, ..cfg() });
     for i in 0..4u32 {
-        tx.on_send(us(0), i, 1000);
+        tx.on_send(us(0), us(0), i, 1000);
     }
     assert_eq!(tx.poll_event(), Some(LgEvent::GivenUp { seq: Seq16(0), reason: GiveUpReason::BufferFull }));
     assert_eq!((tx.buffer_bytes(), tx.stats().buffer_bytes_max), (3000, 3000));
     assert_eq!(tx.on_link_change(), 3);
     assert_eq!(tx.stats().discarded_on_link_change, 3);
     assert_eq!((tx.in_flight(), tx.next_seq()), (0, Seq16(0)));
-    tx.on_ack(us(1), &LgAck { leading_ack: Seq16(3), loss: None });
+    tx.on_ack(us(1), &LgAck { leading_ack: Seq16(3), loss: None, received: None });
     assert_eq!(tx.stats().bad_acks, 1, "a stale ACK from the old link is ignored");
 }
 
@@ -271,7 +271,7 @@ fn lossy_link(c: LgConfig, seed: u64, n: u32, burst: u32, data_loss: u64, ack_lo
                 }
             } else if next_app < n && app_time(next_app) <= now {
                 idle_told = false;
-                let s = tx.on_send(now, next_app, 1000);
+                let s = tx.on_send(now, now, next_app, 1000);
                 next_app += 1;
                 Wire::Data(s, next_app - 1)
             } else if !idle_told {
@@ -327,13 +327,15 @@ fn clean_link_delivers_everything_without_retransmission() {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
-    /// Random drops of data, retransmissions, dummies and ACKs: every packet reaches the host exactly
-    /// once (in order in ordered mode), or the sender reports it given up, or the receiver gave its
-    /// hole up; with retries left nothing is lost.
+    /// Random drops of data, retransmissions, dummies and ACKs, on one-to-one and shared links: every
+    /// packet reaches the host exactly once (in order in ordered mode), or the sender reports it given
+    /// up, or the receiver gave its hole up; with retries left nothing is lost.
     #[test]
-    fn delivered_exactly_once_or_given_up(seed in any::<u64>(), ordered in any::<bool>(), n in 1u32..600,
-            burst in 1u32..80, data_loss in 0u64..150, ack_loss in 0u64..300) {
-        let c = LgConfig { ordered, ..cfg() };
+    fn delivered_exactly_once_or_given_up(seed in any::<u64>(), ordered in any::<bool>(), shared in any::<bool>(),
+            n in 1u32..600, burst in 1u32..80, data_loss in 0u64..150, ack_loss in 0u64..300) {
+        // `shared`: a user link (fixed timer 150 us > RTT, per-packet ACKs).
+        let fixed_timeout = shared.then_some(Duration::from_micros(150));
+        let c = LgConfig { ordered, fixed_timeout, ..cfg() };
         let r = lossy_link(c, seed, n, burst, data_loss, ack_loss);
         let mut seen = std::collections::BTreeSet::new();
         for &x in &r.delivered {
@@ -352,26 +354,147 @@ proptest! {
 }
 
 #[test]
-fn idle_gaps_within_one_rtt_do_not_spend_the_no_feedback_budget() {
-    // Isolated packets 10 us apart (RTT 100 us): the egress goes idle after each, before any ACK can
-    // return. Each gets its train and nothing is given up; only trains without new data count.
+fn trains_are_paced_at_one_per_link_rtt_and_silence_gives_up() {
+    // Isolated packets 10 us apart (RTT 100 us): the egress goes idle after each. A train covers
+    // everything sent before it, so drains within one RTT of it send none (a train per drain would
+    // be about one dummy per data packet at partial load); the next train goes one RTT later.
     let (mut tx, _) = pair(cfg());
-    for i in 0..20u32 {
-        tx.on_send(us(u64::from(i) * 10), i, 100);
-        tx.on_idle(us(u64::from(i) * 10 + 1));
-        let d = std::iter::from_fn(|| tx.poll_transmit(us(u64::from(i) * 10 + 1))).count();
-        assert_eq!(d, 2, "packet {i} gets its train");
+    let mut dummies = Vec::new();
+    for i in 0..20u64 {
+        tx.on_send(us(i * 10), us(i * 10), i as u32, 100);
+        tx.on_idle(us(i * 10 + 1));
+        dummies.push(std::iter::from_fn(|| tx.poll_transmit(us(i * 10 + 1))).count());
     }
-    assert_eq!((tx.stats().given_up, tx.in_flight()), (0, 20));
-    // Silence: fallback trains one RTT apart, then the copies are given up.
-    let mut now = us(191);
-    for _ in 0..10 {
-        let Some(t) = tx.poll_timeout() else { break };
-        now = t;
+    let want: Vec<usize> = (0..20).map(|i| if i % 10 == 0 { 2 } else { 0 }).collect();
+    assert_eq!(dummies, want);
+    assert_eq!((tx.stats().trains, tx.stats().given_up, tx.in_flight()), (2, 0, 20));
+    // Silence: trains one RTT apart until the budget (4 trains without an ACK) is spent, then the
+    // copies are given up.
+    let mut at = Vec::new();
+    while let Some(t) = tx.poll_timeout() {
+        tx.handle_timeout(t);
+        while tx.poll_transmit(t).is_some() {}
+        at.push(t);
+        assert!(at.len() < 10, "no end: {at:?}");
+    }
+    assert_eq!(at, vec![us(201), us(301), us(401)]);
+    assert_eq!((tx.stats().trains, tx.stats().given_up, tx.in_flight()), (4, 20, 0));
+    let ev: Vec<_> = std::iter::from_fn(|| tx.poll_event()).collect();
+    assert!(ev.iter().all(|e| matches!(e, LgEvent::GivenUp { reason: GiveUpReason::NoFeedback, .. })));
+}
+
+#[test]
+fn an_ack_refills_the_train_budget() {
+    let (mut tx, mut rx) = pair(cfg());
+    tx.on_send(us(0), us(0), 0, 100);
+    tx.on_send(us(1), us(1), 1, 100);
+    rx.on_receive(us(50), Seq16(0), 0);
+    tx.on_idle(us(2));
+    while tx.poll_transmit(us(2)).is_some() {}
+    let mut now = us(2);
+    for _ in 0..3 {
+        now = tx.poll_timeout().unwrap();
         tx.handle_timeout(now);
         while tx.poll_transmit(now).is_some() {}
     }
-    assert_eq!(tx.stats().given_up, 20, "at {now:?}");
-    let ev: Vec<_> = std::iter::from_fn(|| tx.poll_event()).collect();
-    assert!(ev.iter().all(|e| matches!(e, LgEvent::GivenUp { reason: GiveUpReason::NoFeedback, .. })));
+    assert_eq!(tx.stats().trains, 4, "the budget is spent");
+    // An ACK (of packet 0) shows the link is alive: packet 1 gets four more trains, not a give-up.
+    for a in acks(&mut rx) {
+        tx.on_ack(now, &a);
+    }
+    now = tx.poll_timeout().unwrap();
+    tx.handle_timeout(now);
+    assert_eq!((tx.stats().trains, tx.stats().given_up, tx.in_flight()), (5, 0, 1));
+}
+
+#[test]
+fn copies_join_the_tx_buffer_when_they_leave_the_interface() {
+    // 3 kB buffer; four 1 kB packets queued at once, leaving 1 ms apart. A copy still queued at the
+    // interface is not in LinkGuardian's Tx buffer (it copies in the egress pipeline).
+    let c = LgConfig { tx_buffer_bytes: 3000, fixed_timeout: Some(Duration::from_micros(300)), ..cfg() };
+    let (mut tx, _) = pair(c);
+    for i in 0..4u32 {
+        tx.on_send(us(0), us(1000 * u64::from(i)), i, 1000);
+    }
+    assert_eq!((tx.buffer_bytes(), tx.stats().given_up, tx.in_flight()), (1000, 0, 4));
+    // The fixed timer of a queued packet starts when it leaves, not when it was queued.
+    assert_eq!(tx.poll_timeout(), Some(us(300)));
+    tx.handle_timeout(us(300));
+    assert_eq!(tx.poll_transmit(us(300)).map(|o| o.seq), Some(Seq16(0)));
+    tx.on_ack(us(400), &LgAck { leading_ack: Seq16(0), loss: None, received: None });
+    assert_eq!(tx.poll_timeout(), Some(us(1300)), "packet 1 leaves at 1 ms");
+    // A priority packet sent ahead of the queue (a retransmission, an ACK) delays what is queued.
+    tx.on_priority_sent(us(500), Duration::from_micros(100));
+    assert_eq!(tx.poll_timeout(), Some(us(1400)));
+    tx.handle_timeout(us(3100));
+    assert_eq!(tx.buffer_bytes(), 3000);
+    assert_eq!(tx.stats().given_up, 0, "the buffer holds what is on the wire: 1, 2, 3");
+}
+
+#[test]
+fn a_full_buffer_evicts_on_departure() {
+    let (mut tx, _) = pair(LgConfig { tx_buffer_bytes: 3000, ..cfg() });
+    for i in 0..4u32 {
+        tx.on_send(us(0), us(10 * u64::from(i)), i, 1000);
+    }
+    assert_eq!(tx.poll_event(), None, "nothing has left but packet 0");
+    tx.handle_timeout(us(30));
+    assert_eq!(tx.poll_event(), Some(LgEvent::GivenUp { seq: Seq16(0), reason: GiveUpReason::BufferFull }));
+    assert_eq!((tx.buffer_bytes(), tx.stats().buffer_bytes_max), (3000, 3000));
+}
+
+#[test]
+fn repeated_notifications_cycle_through_the_open_holes() {
+    // Packets 1 and 3 are lost and the fresh notification of 3 is lost with its ACK. Repeating only
+    // the head hole (1) would leave 3 unrepaired until 1 is; the repeats take the holes in turn.
+    let (_, mut rx) = pair(cfg());
+    let mut notified = Vec::new();
+    for i in [0u16, 2, 4, 5, 6, 7] {
+        rx.on_receive(us(u64::from(i)), Seq16(i), u32::from(i));
+        let a = acks(&mut rx);
+        assert_eq!(a.len(), 1);
+        if i != 4 {
+            notified.push(a[0].loss);
+        }
+    }
+    let n = |s: u16| Some((Seq16(s), 1));
+    assert_eq!(notified, vec![None, n(1), n(1), n(3), n(1)]);
+    // A filled hole drops out of the rotation.
+    rx.on_receive(us(10), Seq16(1), 1);
+    assert_eq!(acks(&mut rx)[0].loss, n(3));
+    rx.on_receive(us(11), Seq16(3), 3);
+    assert_eq!(acks(&mut rx)[0].loss, None);
+    assert_eq!(delivered(&mut rx), (0..8).collect::<Vec<_>>());
+}
+
+#[test]
+fn shared_links_acknowledge_each_packet_and_time_out_only_the_lost_ones() {
+    // SATGUARD §3.3 fixed timer. Packet 1 is lost; 2..=9 are received (held in ordered mode). With
+    // only the cumulative leading ACK, 2..=9 would also stay unacknowledged past the timer and be
+    // retransmitted (twice each) although received.
+    let c = LgConfig { fixed_timeout: Some(Duration::from_micros(150)), ..cfg() };
+    let (mut tx, mut rx) = pair(c);
+    for i in 0..10u32 {
+        let s = tx.on_send(us(u64::from(i)), us(u64::from(i)), i, 1000);
+        if i != 1 {
+            rx.on_receive(us(50 + u64::from(i)), s, i);
+        }
+    }
+    let a = acks(&mut rx);
+    assert_eq!(a.len(), 9, "one ACK per packet");
+    assert!(a.iter().all(|x| x.loss.is_none()), "no notifications on a shared link");
+    assert_eq!(a.iter().map(|x| x.received.unwrap().0).collect::<Vec<_>>(), vec![0, 2, 3, 4, 5, 6, 7, 8, 9]);
+    for x in &a {
+        tx.on_ack(us(110), x);
+    }
+    assert_eq!(tx.in_flight(), 1);
+    tx.handle_timeout(us(200));
+    let r: Vec<_> = std::iter::from_fn(|| tx.poll_transmit(us(200))).map(|o| o.seq.0).collect();
+    assert_eq!(r, vec![1, 1], "only the lost packet, twice");
+    rx.on_receive(us(250), Seq16(1), 1);
+    assert_eq!(delivered(&mut rx), (0..10).collect::<Vec<_>>());
+    for x in acks(&mut rx) {
+        tx.on_ack(us(300), &x);
+    }
+    assert_eq!((tx.in_flight(), tx.stats().retx_rounds), (0, 1));
 }

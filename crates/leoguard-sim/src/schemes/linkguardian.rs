@@ -4,27 +4,39 @@
 //!
 //! * Departure: a protected packet gets the link's 16-bit sequence number (LinkGuardian seq option,
 //!   8 bytes of Hop-by-Hop header from `leoguard-wire`) and a copy stays in the sender's Tx buffer.
+//!   The hook sees the packet enter the interface queue; LinkGuardian stamps and copies it in the
+//!   egress pipeline, after the queue. The order is the same (data leaves FIFO), and the sender is
+//!   told when the packet leaves ([`Ctx::egress_wait`]): its copy joins the Tx buffer and its timers
+//!   start then, so a deep queue neither evicts live copies nor fires timers on packets not sent.
 //! * Arrival: the receiver takes the packet out of the network, answers with a leading ACK (plus a
 //!   loss notification when a hole is open) sent back on the reverse link as a link-local control
 //!   packet, and hands on what it releases (in order in ordered mode, at once otherwise) through
 //!   [`Ctx::resume`]. The option comes off at every hop; the next hop stamps its own.
-//! * Retransmissions (each sent twice) and dummies go straight onto the link with [`Ctx::send_on`].
-//!   The engine has no priority queue for data, so LinkGuardian's priority queue for retransmissions
-//!   is not modelled: they join the data queue's tail. ACKs and dummies are link-local control
-//!   packets (`NET_CONTROL`): never forwarded, not counted as a flow's losses, queued as the engine
-//!   queues control packets (dummies go out on an idle link, so only a train that follows a
-//!   retransmission burst can meet a queue).
+//! * Retransmissions (each sent twice) and dummies go straight onto the link with [`Ctx::send_on`],
+//!   on LinkGuardian's priority queue: the engine serves control packets (`NET_CONTROL`) ahead of
+//!   all queued data, so retransmissions travel flagged `NET_CONTROL | NET_RETX` and the receiving
+//!   hook turns them back into data. A retransmission therefore leaves at once, which the sender's
+//!   1-RTT guard and fixed timer assume; at the tail of a deep data queue every round would wait
+//!   for the queue. ACKs and dummies are link-local control packets: never forwarded, not counted as
+//!   a flow's losses (neither is a lost retransmission copy: the flow's packet was counted when its
+//!   first transmission was lost).
+//! * Only links with LinkGuardian at both ends are protected ([`LgLinkParams::guarded`]): a link to
+//!   a host outside the satellite network has no receiver to acknowledge, so every copy would be
+//!   given up for lack of feedback after dummies that only the host's routing drops.
 //! * No handover awareness (the weakness SATGUARD §5 shows): when a link goes down its sender's
 //!   buffer is discarded ([`LgSender::on_link_change`], counted as given up for a link change) and
 //!   the receiver across it starts afresh, dropping what it held back.
 //!
 //! ## Egress idle, dummy trains
 //! LinkGuardian sends a dummy train when the egress of a link goes idle with unacknowledged copies
-//! (tail loss). The hook clocks this with a timer on a *virtual transmitter*: every packet this node
-//! puts on a link passes the hook (routed departures through [`Agent::on_depart`], its own
-//! retransmissions, dummies and ACKs through one helper), links serialise FIFO at a fixed rate, so
-//! `busy_until = max(now, busy_until) + size / rate` is when the link's egress drains (whatever order
-//! the queue serves packets in, as long as it does not idle while holding any). This needs no
+//! (tail loss); the sender paces trains at one per link RTT (`leoguard_proto::linkguardian`, "Dummy
+//! rule"), so a link at partial load, which drains after almost every packet, does not follow each
+//! packet with a train. The hook clocks the drains with a timer on a *virtual transmitter*: every
+//! packet this node puts on a link passes the hook (routed departures through
+//! [`Agent::on_depart`], its own retransmissions, dummies and ACKs through one helper), links
+//! serialise FIFO at a fixed rate, so `busy_until = max(now, busy_until) + size / rate` is when the
+//! link's egress drains (whatever order the queue serves packets in, as long as it does not idle
+//! while holding any). This needs no
 //! change to the simulator and, unlike an "egress queue drained" callback on the engine's transmit
 //! events, it also covers a burst whose last packet the loss model dropped: the engine draws that
 //! loss before the packet occupies the link, so the real link never went busy, yet LinkGuardian's
@@ -36,7 +48,8 @@
 //! [`LgConfig::for_link`] scales buffers and timers by the link's rate and round-trip time. The hook
 //! reads them from the [`LgLinkParams`] table it is built with, when a link's sender or receiver is
 //! first created; a link's later delay changes (orbital motion) do not reach it. Callers of
-//! constellation runs should put the delay to size the link for (its largest) in the table. The
+//! constellation runs should put the delay to size the link for (its largest) in the table, and
+//! mark links to nodes without the hook (hosts) not [`guarded`](LgLinkParams::guarded). The
 //! round trip includes the serialisation of a full-size packet (`MTU_BYTES`): with propagation
 //! alone, the 1-RTT retransmission guard and the fallback trains expire just before the ACK they
 //! wait for returns (both retransmit or probe spuriously).
@@ -102,12 +115,24 @@ pub struct LgLinkParams {
     pub delay: Duration,
     /// A shared one-to-many link (a user link): uses the fixed timer when one is configured.
     pub shared: bool,
+    /// LinkGuardian runs at both ends. A link to a node without it (a host outside the satellite
+    /// network) carries packets unprotected: nothing there would acknowledge them.
+    pub guarded: bool,
+    /// Up when the run starts. The engine reports link state changes only, so a link created down
+    /// (a ground link not yet in use) would otherwise look up: packets routed onto it before it
+    /// comes up would be stamped and buffered, their copies given up for lack of feedback, and the
+    /// receiver would wait out the hole they leave when the link comes up.
+    pub up: bool,
 }
 
 impl LgLinkParams {
-    /// The table for every link of `net` as it is now (current delays, no link shared).
+    /// The table for every link of `net` as it is now (current delays and states, no link shared,
+    /// all guarded).
     pub fn table(net: &Network) -> Vec<LgLinkParams> {
-        net.links.iter().map(|l| LgLinkParams { rate: l.rate, delay: l.delay, shared: false }).collect()
+        net.links
+            .iter()
+            .map(|l| LgLinkParams { rate: l.rate, delay: l.delay, shared: false, guarded: true, up: l.up })
+            .collect()
     }
 }
 
@@ -247,25 +272,39 @@ struct Port {
 }
 
 impl Port {
-    fn new(rate: Bps) -> Port {
-        Port { rate, busy_until: Instant::ZERO, idle_pending: false, up: true, down_at: None, tx: None }
+    fn new(rate: Bps, up: bool) -> Port {
+        Port { rate, busy_until: Instant::ZERO, idle_pending: false, up, down_at: None, tx: None }
     }
 
-    /// Accounts a packet of `size` bytes put on the link now.
-    fn occupy(&mut self, now: Instant, size: u32) {
+    /// Accounts a packet of `size` bytes put on the link now; returns its serialisation time.
+    fn occupy(&mut self, now: Instant, size: u32) -> Duration {
         let t = self.rate.transmission_time(Bytes(u64::from(size))).unwrap_or(Duration::ZERO);
         self.busy_until = self.busy_until.max(now) + t;
+        t
+    }
+
+    /// Accounts a control packet (ACK, dummy, retransmission) put on the link now: the engine sends
+    /// it ahead of the data queued there, which leaves that much later (the sender's copies of it
+    /// join the Tx buffer then).
+    fn occupy_priority(&mut self, now: Instant, size: u32) {
+        let t = self.occupy(now, size);
+        if let Some(s) = self.tx.as_mut() {
+            s.on_priority_sent(now, t);
+        }
     }
 
     /// Sends the retransmissions and dummies the sender wants on `link` and counts its events.
     fn pump(&mut self, link: LinkId, sizes: Sizes, stats: &mut LinkGuardianStats, ctx: &mut Ctx) {
         let now = ctx.now();
-        let Some(s) = self.tx.as_mut() else { return };
-        while let Some(o) = s.poll_transmit(now) {
+        if self.tx.is_none() {
+            return;
+        }
+        while let Some(o) = self.tx.as_mut().and_then(|s| s.poll_transmit(now)) {
             let p = match (o.kind, o.item) {
                 (OutKind::Retransmission { .. }, Some(mut p)) => {
+                    // LinkGuardian's priority queue: the engine's control lane (module docs).
                     p.net.hseq = o.seq.0;
-                    p.net.flags |= NET_HSEQ | NET_RETX;
+                    p.net.flags |= NET_HSEQ | NET_RETX | NET_CONTROL;
                     stats.retransmissions += 1;
                     p
                 }
@@ -283,11 +322,10 @@ impl Port {
                     }
                 }
             };
-            let t = self.rate.transmission_time(Bytes(u64::from(p.size))).unwrap_or(Duration::ZERO);
-            self.busy_until = self.busy_until.max(now) + t;
+            self.occupy_priority(now, p.size);
             ctx.send_on(link, p);
         }
-        while let Some(e) = s.poll_event() {
+        while let Some(e) = self.tx.as_mut().and_then(LgSender::poll_event) {
             stats.on_event(e);
         }
     }
@@ -305,28 +343,38 @@ struct Egress {
 impl Egress {
     /// The port of `link`, created on first use; `None` for a link missing from the table.
     fn port(&mut self, link: LinkId) -> Option<&mut Port> {
-        let rate = self.links.get(link.0 as usize)?.rate;
-        Some(self.ports.entry(link.0).or_insert_with(|| Port::new(rate)))
+        let l = self.links.get(link.0 as usize)?;
+        let (rate, up) = (l.rate, l.up);
+        Some(self.ports.entry(link.0).or_insert_with(|| Port::new(rate, up)))
     }
 
-    /// Puts a packet this hook made on `link`, keeping the link's virtual transmitter up to date.
+    /// Puts a control packet this hook made on `link`, keeping the link's virtual transmitter up to
+    /// date.
     fn put(&mut self, link: LinkId, p: Packet, ctx: &mut Ctx) {
         if let Some(port) = self.port(link) {
-            port.occupy(ctx.now(), p.size);
+            port.occupy_priority(ctx.now(), p.size);
         }
         ctx.send_on(link, p);
     }
 }
 
-/// ACK fields in a control packet's `ack`: leading_ack | first_lost << 16 | hole_size << 32 | loss << 48.
+/// ACK fields in a control packet's `ack`: leading_ack | first_lost << 16 | hole_size << 32 | flags
+/// << 48, flags bit 0: loss notification; bit 1: per-packet ACK of the seq in the first_lost field
+/// (shared links; the two never come together).
 fn encode_ack(a: &LgAck) -> u64 {
-    let (first, n, flag) = a.loss.map_or((0, 0, 0), |(f, n)| (f.0, n, 1u64));
-    u64::from(a.leading_ack.0) | (u64::from(first) << 16) | (u64::from(n) << 32) | (flag << 48)
+    let (first, n, flags) = match (a.loss, a.received) {
+        (Some((f, n)), _) => (f.0, n, 1u64),
+        (None, Some(r)) => (r.0, 0, 2),
+        (None, None) => (0, 0, 0),
+    };
+    u64::from(a.leading_ack.0) | (u64::from(first) << 16) | (u64::from(n) << 32) | (flags << 48)
 }
 
 fn decode_ack(x: u64) -> LgAck {
-    let loss = ((x >> 48) & 1 == 1).then_some((Seq16((x >> 16) as u16), (x >> 32) as u16));
-    LgAck { leading_ack: Seq16(x as u16), loss }
+    let first = Seq16((x >> 16) as u16);
+    let loss = ((x >> 48) & 1 == 1).then_some((first, (x >> 32) as u16));
+    let received = (loss.is_none() && (x >> 49) & 1 == 1).then_some(first);
+    LgAck { leading_ack: Seq16(x as u16), loss, received }
 }
 
 /// Hands on what the receiver of `link` released and sends its ACKs back on `back`.
@@ -445,9 +493,10 @@ impl LinkGuardianHook {
         self.opts.process_all || p.net.tc == TC_DELAY_SENSITIVE
     }
 
-    /// The configuration of `link`'s sender and receiver; `None` for a link missing from the table.
+    /// The configuration of `link`'s sender and receiver; `None` for a link missing from the table or
+    /// not guarded at both ends.
     fn config(&self, link: LinkId) -> Option<LgConfig> {
-        let l = self.out.links.get(link.0 as usize)?;
+        let l = self.out.links.get(link.0 as usize).filter(|l| l.guarded)?;
         // The feedback loop also serialises the data packet and its ACK: size timers for the latency
         // of a full-size packet, or the 1-RTT guard and fallback trains fire just before the ACK.
         let ser = l.rate.transmission_time(Bytes(MTU_BYTES)).unwrap_or(Duration::ZERO);
@@ -573,7 +622,7 @@ impl Agent for LinkGuardianHook {
     }
 
     fn on_arrive(&mut self, link: LinkId, p: &mut Packet, ctx: &mut Ctx) -> bool {
-        if p.net.flags & NET_CONTROL != 0 {
+        if p.net.flags & (NET_CONTROL | NET_RETX) == NET_CONTROL {
             // Link-local: a dummy (it carries a seq) for our receiver, or an ACK for our sender.
             if p.net.flags & NET_HSEQ != 0 {
                 self.receive(link, Err(Seq16(p.net.hseq)), ctx);
@@ -585,9 +634,10 @@ impl Agent for LinkGuardianHook {
         if p.net.flags & NET_HSEQ == 0 {
             return true;
         }
-        // The seq option belongs to the link just crossed: it comes off here.
+        // The seq option belongs to the link just crossed: it comes off here (and a retransmission
+        // leaves the priority queue's control lane).
         let seq = Seq16(p.net.hseq);
-        p.net.flags &= !(NET_HSEQ | NET_RETX);
+        p.net.flags &= !(NET_HSEQ | NET_RETX | NET_CONTROL);
         p.size = p.size.saturating_sub(self.out.sizes.seq);
         // The receiver takes the packet; what it releases is handed on (in order in ordered mode).
         !self.receive(link, Ok((seq, *p)), ctx)
@@ -612,7 +662,8 @@ impl Agent for LinkGuardianHook {
             LgSender::new(cfg).expect("invariant: for_link values with options validated in new()")
         });
         p.size = size;
-        let seq = s.on_send(now, *p, size);
+        // Its copy and timers start when it leaves the interface (module docs, "Departure").
+        let seq = s.on_send(now, now + ctx.egress_wait(), *p, size);
         p.net.hseq = seq.0;
         p.net.flags = (p.net.flags | NET_HSEQ) & !NET_RETX;
         port.idle_pending = true;
