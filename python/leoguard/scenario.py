@@ -257,7 +257,7 @@ class Satguard(_Model):
     reorder_min_hold_ms: float = Field(default=1.0, gt=0)
     reorder_max_hold_ms: float = Field(default=200.0, gt=0)
     commit_grace_ms: float = Field(default=50.0, ge=0)
-    dedup_window: int = Field(default=65_536, ge=1)
+    dedup_window: int = Field(default=16_384, ge=1, lt=32_768)
 
     @model_validator(mode="after")
     def _holds(self) -> Satguard:
@@ -276,6 +276,18 @@ class LinkGuardian(_Model):
     ordered: bool = True
     process_all: bool = False
     fixed_timeout_ms: float | None = Field(default=None, gt=0)
+
+
+class Capture(_Model):
+    """A packet capture: every packet put on a link leaving one of `nodes` or arriving at one of them
+    over a link, as IPv6 packets in a pcap file (`Results.capture`, `capture.pcap`) that tshark and
+    Wireshark open. Nodes are numbers or names, as flow ends; a leo-path or constellation scenario may
+    also name its satellites. At most `max_packets` are recorded (the rest are counted); each keeps its
+    first `snaplen` bytes."""
+
+    nodes: list[int | str] = Field(min_length=1)
+    max_packets: int = Field(default=1_000_000, gt=0)
+    snaplen: int = Field(default=128, ge=1, le=65535)
 
 
 class RouteChange(_Model):
@@ -306,6 +318,7 @@ class Scenario(_Model):
     routes: list[RouteChange] = []
     satguard: Satguard | None = None
     linkguardian: LinkGuardian | None = None
+    capture: Capture | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> Scenario:
@@ -338,7 +351,24 @@ class Scenario(_Model):
                     raise ValueError(f"routes[{i}].{end} = {getattr(r, end)} is not a node (0..{len(names) - 1})")
             if r.link is not None and (r.link >= n_links or r.node not in (links[r.link].a, links[r.link].b)):
                 raise ValueError(f"routes[{i}].link = {r.link} is not a link index with an end at node {r.node}")
+        if self.capture is not None and not isinstance(t, LeoPath | ConstellationTopology):
+            # Satellites are known only once the orbits are computed: those names are checked in to_core.
+            self._capture_core(names)
         return self
+
+    def _capture_core(self, names: list[str]) -> dict[str, Any] | None:
+        """The capture with node names resolved to numbers (ValueError naming the field if one is not)."""
+        c = self.capture
+        if c is None:
+            return None
+        nodes = [self._node_index(n, names, f"capture.nodes[{i}]") for i, n in enumerate(c.nodes)]
+        return {"nodes": nodes, "max_packets": c.max_packets, "snaplen": c.snaplen}
+
+    def _capture_for(self, names: list[str]) -> dict[str, Any] | None:
+        try:
+            return self._capture_core(names)
+        except ValueError as e:
+            raise LeoguardError(f"invalid scenario: {e}") from None
 
     @staticmethod
     def _node_index(end: int | str, names: list[str], field: str) -> int:
@@ -483,12 +513,14 @@ class Scenario(_Model):
             leo["queue_bytes"] = t.queue_bytes
         # The simulator numbers satellites in order of first appearance on the path.
         order = list(dict.fromkeys(s for p in sats for s in p))
+        names = [t.a, t.b, *(sat_names[s] for s in order)]
         return {
             **self._base_core(),
             "nodes": 2 + len(order),
             "leo": leo,
             "path_summary": tl.summary(),
-            "node_names": [t.a, t.b, *(sat_names[s] for s in order)],
+            "node_names": names,
+            "capture": self._capture_for(names),
         }
 
     def _constellation_core(self, loss: Any) -> dict[str, Any]:
@@ -537,7 +569,13 @@ class Scenario(_Model):
             topo["queue_bytes"] = t.queue_bytes
         sat_names = c.satellites()["sat"].to_list()
         names = ground_names + [h["name"] for h in hosts] + sat_names
-        return {**self._base_core(), "nodes": len(names), "constellation": topo, "node_names": names}
+        return {
+            **self._base_core(),
+            "nodes": len(names),
+            "constellation": topo,
+            "node_names": names,
+            "capture": self._capture_for(names),
+        }
 
     def to_core(self, base_dir: Path | None = None) -> dict[str, Any]:
         """The dict the native simulator takes (trace files read relative to `base_dir`)."""
@@ -574,6 +612,7 @@ class Scenario(_Model):
             "events": [e.model_dump() for e in self.events],
             "routes": [r.model_dump() for r in self.resolved_routes()],
             "node_names": self.node_names(),
+            "capture": self._capture_for(self.node_names()),
         }
 
 

@@ -38,6 +38,10 @@ class Results:
     meta: dict[str, Any] = field(default_factory=dict)
     satguard: dict[str, int] | None = None
     linkguardian: dict[str, int] | None = None
+    capture: bytes | None = None
+    """The `[capture]` as a pcap file (IPv6, link type RAW), or None without one."""
+    capture_missed: int = 0
+    """Packets the capture saw past its `max_packets` (not recorded)."""
 
     def summary(self) -> dict[str, Any]:
         """One JSON-able object: the scenario, seed, and per flow goodput, losses, retransmissions, OWD."""
@@ -99,7 +103,8 @@ class Results:
         ]
 
     def write(self, directory: str | Path) -> dict[str, Path]:
-        """Parquet per table, plus the resolved scenario, seed and code version as JSON."""
+        """Parquet per table, plus the resolved scenario, seed and code version as JSON, plus
+        `capture.pcap` when the scenario has a `[capture]`."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         out = {}
@@ -114,10 +119,15 @@ class Results:
             "simulated_s": self.simulated_s,
             "satguard": self.satguard,
             "linkguardian": self.linkguardian,
+            **({"capture_missed": self.capture_missed} if self.capture is not None else {}),
             **self.meta,
         }
         meta.write_text(json.dumps(info, indent=2, default=str))
         out["run"] = meta
+        if self.capture is not None:
+            pcap = d / "capture.pcap"
+            pcap.write_bytes(self.capture)
+            out["capture"] = pcap
         return out
 
 
@@ -256,5 +266,5 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
         scenario, flows, series, packets, links, link_series,
         pl.DataFrame(raw["drops"], schema_overrides={"from_node": pl.UInt32, "to_node": pl.UInt32}),
         hops, raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta, raw.get("satguard"),
-        raw.get("linkguardian"),
+        raw.get("linkguardian"), raw.get("capture"), raw.get("capture_missed", 0),
     )  # fmt: skip

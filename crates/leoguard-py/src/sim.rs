@@ -3,6 +3,7 @@
 
 use crate::{get, ground, need, options, LeoguardError, Node, PyConstellation};
 use leoguard_core::{Bps, Duration, Instant};
+use leoguard_sim::capture::CaptureSpec;
 use leoguard_sim::constellation::{ConstellationTopo, HostSpec};
 use leoguard_sim::engine::QueueLimit;
 use leoguard_sim::leo::{LeoInterruption, LeoPath, LeoStep};
@@ -12,7 +13,7 @@ use leoguard_sim::schemes::linkguardian::{LinkGuardianOptions, LinkGuardianStats
 use leoguard_sim::schemes::satguard::{SatguardOptions, SatguardStats};
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 use std::sync::Arc;
 
 fn secs(field: &str, v: f64) -> PyResult<Duration> {
@@ -200,9 +201,23 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
             Some(o)
         }
     };
+    let capture = match get::<Bound<'_, PyDict>>(d, "capture")? {
+        None => None,
+        Some(c) => {
+            let mut spec = CaptureSpec::at(need(&c, "nodes")?);
+            if let Some(n) = get(&c, "max_packets")? {
+                spec.max_packets = n;
+            }
+            if let Some(n) = get(&c, "snaplen")? {
+                spec.snaplen = n;
+            }
+            Some(spec)
+        }
+    };
     Ok(Scenario {
         satguard,
         linkguardian,
+        capture,
         leo,
         constellation,
         routes,
@@ -486,6 +501,8 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     hops.set_item("hacks_ignored", hr.iter().map(|x| x.hacks_ignored).collect::<Vec<_>>())?;
     hops.set_item("max_buffer_bytes", hr.iter().map(|x| x.max_buffer_bytes).collect::<Vec<_>>())?;
     out.set_item("hops", hops)?;
+    out.set_item("capture", r.capture.as_deref().map(|b| PyBytes::new(py, b)))?;
+    out.set_item("capture_missed", r.capture_missed)?;
     Ok(out)
 }
 
@@ -521,6 +538,8 @@ fn satguard_dict<'py>(py: Python<'py>, st: &SatguardStats) -> PyResult<Bound<'py
         migration_commit_timeouts,
         migration_unroutable,
         redirected,
+        voids_sent,
+        exit_voids,
         exit_duplicates,
         exit_held,
         exit_late,
@@ -558,6 +577,10 @@ fn satguard_dict<'py>(py: Python<'py>, st: &SatguardStats) -> PyResult<Bound<'py
         ("migration_commit_timeouts", migration_commit_timeouts),
         ("migration_unroutable", migration_unroutable),
         ("redirected", redirected),
+        ("voids_sent", voids_sent),
+        ("exit_voids", exit_voids),
+        ("voids_sent", voids_sent),
+        ("exit_voids", exit_voids),
         ("exit_duplicates", exit_duplicates),
         ("exit_held", exit_held),
         ("exit_late", exit_late),

@@ -84,6 +84,9 @@ pub const NET_CONTROL: u8 = 8;
 pub const NET_SR: u8 = 16;
 /// `NetFields::flags`: sent from a buffer migrated from another node (SATGUARD §3.2).
 pub const NET_MIGRATED: u8 = 32;
+/// `NetFields::flags`: a void: the packet with this FSeq was dropped by congestion inside the
+/// network, so the exit's reorder buffer need not wait for it (a control packet, routed like data).
+pub const NET_VOID: u8 = 64;
 
 /// A pool of packet slots with a free list.
 #[derive(Debug, Default)]
@@ -466,15 +469,18 @@ impl Network {
             self.events.push(now + tx, Event::TxDone(id));
             return LinkOutput::Pending;
         }
-        let fits = match l.limit {
-            QueueLimit::Bytes(b) => l.queued_bytes + size <= b,
-            QueueLimit::Packets(n) => l.queue.len() < n as usize,
-        };
+        // Link-local control packets ride a prioritised channel: they never wait for queue space.
+        let control = self.pool.get(pkt).net.flags & NET_CONTROL != 0;
+        let fits = control
+            || match l.limit {
+                QueueLimit::Bytes(b) => l.queued_bytes + size <= b,
+                QueueLimit::Packets(n) => l.queue.len() < n as usize,
+            };
         if !fits {
             l.stats.drops_queue += 1;
             return LinkOutput::Dropped(pkt, DropReason::Queue);
         }
-        if self.pool.get(pkt).net.flags & NET_CONTROL != 0 {
+        if control {
             // Behind the control packets already waiting, ahead of all data.
             l.queue.insert(l.queued_control, pkt);
             l.queued_control += 1;

@@ -1,5 +1,6 @@
 //! leoguard-sim: the discrete-event packet-level simulator (work in progress, issue 3).
 
+pub mod capture;
 pub mod constellation;
 pub mod engine;
 pub mod leo;

@@ -119,6 +119,8 @@ pub struct Scenario {
     pub satguard: Option<crate::schemes::satguard::SatguardOptions>,
     /// LinkGuardian on every node (the SATGUARD paper's "LinkGuard" baseline).
     pub linkguardian: Option<crate::schemes::linkguardian::LinkGuardianOptions>,
+    /// A packet capture at some nodes (the result's `capture` is then a pcap file).
+    pub capture: Option<crate::capture::CaptureSpec>,
 }
 
 /// A scenario that cannot run; the message names the field.
@@ -291,6 +293,10 @@ pub struct RunResult {
     pub hops: Vec<crate::schemes::satguard::HopRow>,
     /// LinkGuardian's counters summed over all nodes (when it runs).
     pub linkguardian: Option<crate::schemes::linkguardian::LinkGuardianStats>,
+    /// The capture as a pcap file (when the scenario asks for one).
+    pub capture: Option<Vec<u8>>,
+    /// Packets the capture saw but did not record (past `max_packets`).
+    pub capture_missed: u64,
 }
 
 impl Scenario {
@@ -383,6 +389,20 @@ impl Scenario {
         for (i, e) in self.events.iter().enumerate() {
             if e.link >= self.links.len() {
                 return Err(invalid(format!("events[{i}].link"), e.link, "is not a link index"));
+            }
+        }
+        if let Some(c) = &self.capture {
+            if c.nodes.is_empty() {
+                return Err(invalid("capture.nodes".into(), "[]", "must name at least one node"));
+            }
+            if let Some((i, n)) = c.nodes.iter().enumerate().find(|(_, &n)| n >= self.nodes) {
+                return Err(invalid(format!("capture.nodes[{i}]"), n, "is not a node"));
+            }
+            if c.max_packets == 0 {
+                return Err(invalid("capture.max_packets".into(), 0, "must be > 0"));
+            }
+            if !(1..=crate::capture::MAX_SNAPLEN).contains(&c.snaplen) {
+                return Err(invalid("capture.snaplen".into(), c.snaplen, "must be in [1, 65535] bytes"));
             }
         }
         for (i, r) in self.routes.iter().enumerate() {
@@ -483,6 +503,10 @@ impl Running {
             sim.schedule_controls(r.at, vec![Control::Route { at: NodeId(r.node), dst: NodeId(r.dst), via }]);
         }
         sim.sample_links(s.link_sample_every);
+        if let Some(c) = &s.capture {
+            let at: Vec<NodeId> = c.nodes.iter().map(|&n| NodeId(n)).collect();
+            sim.capture_at(&at, c.max_packets);
+        }
         // Hosts behind ground nodes are outside the satellite network: no per-hop scheme there.
         let hooked: Vec<u32> = match &s.constellation {
             Some(c) => (0..s.nodes).filter(|&n| n < c.grounds.len() as u32 || n >= c.sat_node(0).0).collect(),
@@ -511,6 +535,8 @@ impl Running {
                     p.delay = info.delay_hint[i];
                     let g = info.downlink_ground[i];
                     p.shared = g.is_some_and(|g| info.roles[g as usize] == leoguard_orbit::Role::Terminal);
+                    // Hosts run no LinkGuardian: their terrestrial links stay unprotected.
+                    p.guarded = !info.terrestrial[i];
                 }
                 // One fixed timer on shared user links, sized for the farthest user a beam serves.
                 if opts.shared_links_fixed_timeout.is_none() {
@@ -606,6 +632,27 @@ impl Running {
                 r.hops.extend(hook.hop_rows());
             }
             r.satguard = Some(total);
+        }
+        if let (Some(spec), Some(tap)) = (&self.s.capture, self.sim.capture()) {
+            use crate::capture::{to_pcap, FlowEnds, Scheme, Transport};
+            let flows: Vec<FlowEnds> = (self.s.flows.iter())
+                .map(|f| FlowEnds {
+                    src: f.src,
+                    dst: f.dst,
+                    transport: match f.kind {
+                        FlowKind::Tcp { .. } => Transport::Tcp,
+                        FlowKind::Cbr { .. } => Transport::Udp,
+                    },
+                })
+                .collect();
+            let scheme = match (&self.s.satguard, &self.s.linkguardian) {
+                (Some(_), _) => Scheme::Satguard,
+                (None, Some(_)) => Scheme::LinkGuardian,
+                (None, None) => Scheme::None,
+            };
+            let file = to_pcap(tap.records(), &flows, scheme, spec.snaplen);
+            r.capture = Some(file.pcap);
+            r.capture_missed = tap.missed() + file.unconverted;
         }
         r
     }

@@ -8,6 +8,7 @@
 //! [`Control`]s or a topology [`Driver`] (the orbit-driven routing of a constellation) change during
 //! the run.
 
+use crate::capture::{CaptureRecord, CaptureTap, Direction};
 use crate::engine::{DropReason, Event, Link, LinkId, LinkOutput, Network, NodeId, Packet, PacketId, QueueLimit};
 use leoguard_core::{stream, Bps, Duration, Instant};
 
@@ -95,6 +96,9 @@ pub trait Agent: std::fmt::Debug + std::any::Any + Send {
     fn on_depart(&mut self, _link: LinkId, _p: &mut Packet, _ctx: &mut Ctx) -> bool {
         true
     }
+    /// (Hooks) a packet leaving the node over `link` is dropped because the link's queue is full
+    /// (a congestion drop: the hook does not see it depart).
+    fn on_congestion_drop(&mut self, _link: LinkId, _p: &Packet, _ctx: &mut Ctx) {}
     /// (Hooks) a link from or to the node changed state.
     fn on_link_state(&mut self, _link: LinkId, _up: bool, _ctx: &mut Ctx) {}
 }
@@ -204,6 +208,8 @@ pub struct Sim {
     driver_out: Vec<Control>,
     /// The driver's first step is due when the run starts (before any agent sends).
     drive_at_start: bool,
+    /// The packet capture tap, if any (boxed: the common case pays one pointer test per packet).
+    capture: Option<Box<CaptureTap>>,
 }
 
 impl Sim {
@@ -318,6 +324,17 @@ impl Sim {
         } else {
             self.net.events.push(first, Event::Drive);
         }
+    }
+
+    /// Records every packet put on a link leaving one of `nodes` or arriving at one of them over a
+    /// link, up to `max_packets` (see `capture.rs`; call before running).
+    pub fn capture_at(&mut self, nodes: &[NodeId], max_packets: usize) {
+        self.capture = Some(Box::new(CaptureTap::new(self.nodes, nodes, max_packets)));
+    }
+
+    /// The capture tap, for reading its records.
+    pub fn capture(&self) -> Option<&CaptureTap> {
+        self.capture.as_deref()
     }
 
     /// The topology driver, for reading its state after a run.
@@ -435,9 +452,31 @@ impl Sim {
         }
     }
 
+    // Inlined into `forward` as before the capture tap: the tap's work stays out of line, so a run
+    // without capture pays one test of `self.capture` per packet put on a link.
+    #[inline]
     fn put_on(&mut self, link: LinkId, id: PacketId) {
-        if let LinkOutput::Dropped(p, reason) = self.net.send(link, id) {
+        let out = self.net.send(link, id);
+        if self.capture.is_some() {
+            self.tap(link, id, Direction::Depart, out);
+        }
+        if let LinkOutput::Dropped(p, reason) = out {
             self.record_drop(p, Some(link), Some(reason));
+        }
+    }
+
+    /// Records packet `id` crossing `link` if the tapped end is captured. A departure is recorded as
+    /// a tap at the interface sees it: sent, lost on the way or not; a packet the queue turned away
+    /// or a down link refused never left. An arrival is recorded before the hook runs, as the wire
+    /// delivered it (with the upstream node's header).
+    #[inline(never)]
+    fn tap(&mut self, link: LinkId, id: PacketId, dir: Direction, out: LinkOutput) {
+        let Some(tap) = self.capture.as_deref_mut() else { return };
+        let l = &self.net.links[link.0 as usize];
+        let node = if dir == Direction::Depart { l.from } else { l.to };
+        let sent = !matches!(out, LinkOutput::Dropped(_, DropReason::Queue | DropReason::Down));
+        if sent && tap.taps(node) {
+            tap.record(CaptureRecord::new(self.net.now, l.from, l.to, dir, self.net.pool.get(id)));
         }
     }
 
@@ -452,12 +491,17 @@ impl Sim {
         let size = self.net.pool.get(id).size;
         // A packet the queue turns away is a congestion drop at this node: it never reaches the
         // interface, so per-hop schemes never see it leave (the drop is the endpoints' signal).
-        if hook && self.hooks[at.0 as usize].is_some() && l.has_room(size) {
-            self.ctx.wait = l.egress_wait(size);
-            let keep = self.pass_hook(at, id, |a, p, c| a.on_depart(link, p, c));
-            self.ctx.wait = Duration::ZERO;
-            if !keep {
-                return;
+        if let Some(h) = self.hooks[at.0 as usize].filter(|_| hook) {
+            if l.has_room(size) {
+                self.ctx.wait = l.egress_wait(size);
+                let keep = self.pass_hook(at, id, |a, p, c| a.on_depart(link, p, c));
+                self.ctx.wait = Duration::ZERO;
+                if !keep {
+                    return;
+                }
+            } else {
+                let p = *self.net.pool.get(id);
+                self.with_agent(h, |a, c| a.on_congestion_drop(link, &p, c));
             }
         }
         self.put_on(link, id);
@@ -538,6 +582,9 @@ impl Sim {
                 Event::Arrive { link, pkt, epoch } => {
                     if let Some(p) = self.net.arrive(link, pkt, epoch) {
                         let node = self.net.links[link.0 as usize].to;
+                        if self.capture.is_some() {
+                            self.tap(link, p, Direction::Arrive, LinkOutput::Pending);
+                        }
                         if self.pass_hook(node, p, |a, pk, c| a.on_arrive(link, pk, c)) {
                             self.handle_at(node, p);
                         }

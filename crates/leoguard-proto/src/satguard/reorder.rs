@@ -77,7 +77,7 @@ impl Default for ReorderConfig {
             initial_hold: Duration::from_millis(20),
             min_hold: Duration::from_millis(1),
             max_hold: Duration::from_millis(200),
-            max_held_per_flow: 4096,
+            max_held_per_flow: 16_384,
             window: 1 << 14,
             restart_after: 3,
         }
@@ -192,21 +192,29 @@ pub struct ReorderStats {
 
 /// RFC 6298-style estimator of one flow's recovery delay and in-order inter-arrival time.
 ///
-/// hold = clamp(R + 4·V + A, min_hold, max_hold), with R, V the smoothed recovery delay and its mean
-/// deviation (gains 1/8, 1/4 as SRTT/RTTVAR) and A the smoothed in-order inter-arrival time. R + 4·V
-/// is the RTO rule: it covers a recovery delay a few deviations above the mean. A adds one packet
-/// slot: a retransmission rejoins the flow's own FIFO queues, so it can trail the instant it
+/// hold = clamp(max(3·R + 4·V, P) + A, min_hold, max_hold), with R, V the smoothed recovery delay
+/// and its mean deviation (gains 1/8, 1/4 as SRTT/RTTVAR), P a peak of recent recovery delays that
+/// decays by 1/1024 per sample, and A the smoothed in-order inter-arrival time. R + 4·V would be the
+/// RTO rule, covering a recovery a few deviations above the mean. Recovery delays are bimodal,
+/// though: a lost retransmission costs a second round of detection and resending, rare enough that V
+/// never learns it. Giving up on such a gap reorders the flow, which a TCP sender takes for a loss
+/// (a window cut), so the hold covers a second attempt, also one found by an upstream backstop timer
+/// (a timer of up to 2·R, then the resend: 3·R + 4·V), and the longest recovery seen lately (P).
+/// A adds one
+/// packet slot: a retransmission rejoins the flow's own FIFO queues, so it can trail the instant it
 /// "should" arrive by about one inter-arrival. Before the first recovery sample: `initial_hold`.
 #[derive(Clone, Copy, Debug)]
 struct Estimator {
     rec: Option<(u64, u64)>,
+    /// Decaying peak of recovery samples, ns.
+    peak: u64,
     iat: Option<u64>,
     hold: Duration,
 }
 
 impl Estimator {
     fn new(cfg: &ReorderConfig) -> Self {
-        Estimator { rec: None, iat: None, hold: cfg.initial_hold }
+        Estimator { rec: None, peak: 0, iat: None, hold: cfg.initial_hold }
     }
 
     fn on_recovery(&mut self, sample: Duration, cfg: &ReorderConfig) {
@@ -215,6 +223,7 @@ impl Estimator {
             None => (r, r / 2),
             Some((m, v)) => ((7 * m + r) / 8, (3 * v + m.abs_diff(r)) / 4),
         });
+        self.peak = r.max(self.peak - self.peak / 1024);
         self.recompute(cfg);
     }
 
@@ -230,7 +239,8 @@ impl Estimator {
 
     fn recompute(&mut self, cfg: &ReorderConfig) {
         if let Some((m, v)) = self.rec {
-            let raw = m.saturating_add(v.saturating_mul(4)).saturating_add(self.iat.unwrap_or(0));
+            let base = m.saturating_mul(3).saturating_add(v.saturating_mul(4)).max(self.peak);
+            let raw = base.saturating_add(self.iat.unwrap_or(0));
             self.hold = Duration(raw.clamp(cfg.min_hold.as_nanos(), cfg.max_hold.as_nanos()));
         }
     }

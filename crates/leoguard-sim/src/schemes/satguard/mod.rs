@@ -29,7 +29,7 @@ pub use migrate::{commit_bytes, encap_bytes, SR_COMMIT, SR_COPY, SR_REDIRECT};
 pub use net::SatguardNet;
 pub use stats::{HopRow, SatguardStats};
 
-use crate::engine::{LinkId, Packet, NET_CONTROL, NET_FSEQ, NET_HSEQ, NET_MIGRATED, NET_RETX, NET_SR};
+use crate::engine::{LinkId, Packet, NET_CONTROL, NET_FSEQ, NET_HSEQ, NET_MIGRATED, NET_RETX, NET_SR, NET_VOID};
 use crate::sim::{Agent, Ctx};
 use leoguard_core::{Duration, Instant, Seq16};
 use leoguard_proto::satguard::hop::{HAck, HopConfig, HopError, HopReceiver, HopSender};
@@ -40,6 +40,9 @@ use leoguard_wire::{
 use migrate::{Inbox, Outgoing};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::Arc;
+
+/// Wire size of a void: an IPv6 header and a Hop-by-Hop header with the FSeq option, no payload.
+const VOID_BYTES: u32 = 48;
 
 /// Traffic Class value that marks delay-sensitive traffic (DSCP EF), as on the wire.
 pub use leoguard_wire::TC_DELAY_SENSITIVE;
@@ -68,7 +71,8 @@ pub struct SatguardOptions {
     pub hop: HopConfig,
     /// Process every packet (partial traffic processing off); else only delay-sensitive ones.
     pub process_all: bool,
-    /// Duplicate-suppression window of receivers and of the exit without reordering, packets.
+    /// Duplicate-suppression window of receivers and of the exit without reordering, packets (below
+    /// 2^15, so a flow's FSeq cannot come round inside it).
     pub dedup_window: usize,
     /// Handover-aware buffer migration (§3.2).
     pub migration: bool,
@@ -88,7 +92,7 @@ impl Default for SatguardOptions {
         SatguardOptions {
             hop: HopConfig::default(),
             process_all: false,
-            dedup_window: 65_536,
+            dedup_window: 16_384,
             migration: true,
             beam_timers: true,
             beam_guard: Duration::from_micros(500),
@@ -102,11 +106,13 @@ impl SatguardOptions {
     /// Checks every field; errors name it.
     pub fn validate(&self) -> Result<(), HopError> {
         self.hop.validate()?;
-        if self.dedup_window == 0 {
+        // Keys are (flow, 16-bit FSeq): a window of 2^15 packets or more could hold a flow's FSeq
+        // from the previous wrap and take a first copy for a duplicate.
+        if self.dedup_window == 0 || self.dedup_window >= 1 << 15 {
             return Err(HopError::Invalid {
                 field: "dedup_window",
-                value: "0".into(),
-                reason: "must be at least 1 packet",
+                value: self.dedup_window.to_string(),
+                reason: "must be in [1, 32767] packets (below half the 16-bit FSeq space)",
             });
         }
         if let Some(r) = &self.reorder {
@@ -135,8 +141,13 @@ fn reorder_reason(e: leoguard_proto::satguard::reorder::ReorderConfigError) -> &
 /// Where packets leave the satellite network: the reorder buffer, or duplicate suppression alone.
 #[derive(Debug)]
 enum Exit {
-    Reorder(ReorderBuffer<Packet, u64>),
-    Dedup { seen: HashSet<u64>, order: VecDeque<u64>, window: usize },
+    /// `None` items are voids: FSeqs dropped by congestion, released as nothing.
+    Reorder(ReorderBuffer<Option<Packet>, u64>),
+    Dedup {
+        seen: HashSet<u64>,
+        order: VecDeque<u64>,
+        window: usize,
+    },
 }
 
 /// The SATGUARD hook of one node.
@@ -223,6 +234,9 @@ impl SatguardHook {
 
     fn sender(&mut self, link: LinkId) -> &mut HopSender<Packet> {
         let mut cfg = self.opts.hop;
+        // The simulator stamps a packet as it enters the interface queue, so the sender's store holds
+        // the queue too: the Tx buffer proper (sent, unacknowledged) plus what waits to be sent.
+        cfg.buffer_bytes += self.net.queue_bytes.get(link.0 as usize).copied().unwrap_or(0);
         if self.net.user_downlink(link).is_some() {
             // One-to-many: HAcks of several terminals interleave, a gap says nothing (§3.3).
             cfg.detect_gaps = false;
@@ -307,7 +321,7 @@ impl SatguardHook {
             Exit::Reorder(r) => {
                 // A late packet (its gap was given up on) still carries data the endpoint lacks: it
                 // passes, out of order, rather than being thrown away after it was recovered.
-                let late = match r.push(now, flow_key(p), Seq16(p.net.fseq), *p) {
+                let late = match r.push(now, flow_key(p), Seq16(p.net.fseq), Some(*p)) {
                     Pushed::Duplicate => {
                         self.stats.exit_duplicates += 1;
                         false
@@ -346,11 +360,27 @@ impl SatguardHook {
         }
     }
 
+    /// A void arrived: at the exit its FSeq is released as nothing; elsewhere it travels on.
+    fn on_void(&mut self, p: &Packet, ctx: &mut Ctx) -> bool {
+        if !self.net.is_exit(ctx.node().0, p.dst) {
+            return true;
+        }
+        if let Exit::Reorder(r) = &mut self.exit {
+            self.stats.exit_voids += 1;
+            r.push(ctx.now(), flow_key(p), Seq16(p.net.fseq), None);
+            self.release(ctx);
+            self.arm(ctx);
+        }
+        false
+    }
+
     /// Hands on what the reorder buffer released.
     fn release(&mut self, ctx: &mut Ctx) {
         if let Exit::Reorder(r) = &mut self.exit {
             while let Some(x) = r.poll_release() {
-                ctx.resume(x.item);
+                if let Some(p) = x.item {
+                    ctx.resume(p);
+                }
             }
         }
     }
@@ -462,6 +492,9 @@ impl Agent for SatguardHook {
             self.arm(ctx);
             return false;
         }
+        if p.net.flags & NET_VOID != 0 {
+            return self.on_void(p, ctx);
+        }
         if p.net.flags & NET_CONTROL != 0 {
             // A HAck for our sender on the data link it names.
             let data_link = LinkId(p.seq as u32);
@@ -512,7 +545,7 @@ impl Agent for SatguardHook {
     }
 
     fn on_depart(&mut self, link: LinkId, p: &mut Packet, ctx: &mut Ctx) -> bool {
-        if !self.net.is_network(link) {
+        if !self.net.is_network(link) || p.net.flags & NET_CONTROL != 0 {
             return true;
         }
         if !self.protected(p) {
@@ -543,6 +576,31 @@ impl Agent for SatguardHook {
         }
         self.arm(ctx);
         true
+    }
+
+    fn on_congestion_drop(&mut self, _link: LinkId, p: &Packet, ctx: &mut Ctx) {
+        // A packet that already has its FSeq dies in a queue here: LL-ReTx cannot bring it back, so
+        // the exit is told not to wait for it (a void, like LEOTP's void packet header). Without this
+        // every congestion drop would hold its flow at the exit for the whole reorder hold.
+        if p.net.flags & NET_FSEQ == 0 || self.opts.reorder.is_none() {
+            return;
+        }
+        let void = Packet {
+            flow: p.flow,
+            dst: p.dst,
+            seq: p.seq,
+            sent_at: p.sent_at,
+            size: VOID_BYTES,
+            net: crate::engine::NetFields {
+                tc: p.net.tc,
+                fseq: p.net.fseq,
+                flags: NET_CONTROL | NET_VOID | NET_FSEQ,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        self.stats.voids_sent += 1;
+        ctx.send(void);
     }
 
     fn on_link_state(&mut self, link: LinkId, up: bool, ctx: &mut Ctx) {

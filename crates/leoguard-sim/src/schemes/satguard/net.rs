@@ -5,7 +5,7 @@
 //! planned handovers with the ISL routes buffers migrate over (§3.2).
 
 use crate::constellation::{PlannedHandover, TopoInfo};
-use crate::engine::LinkId;
+use crate::engine::{LinkId, QueueLimit};
 use crate::sim::Sim;
 use leoguard_core::{Bps, Duration, Instant};
 use leoguard_orbit::Role;
@@ -24,6 +24,8 @@ pub struct SatguardNet {
     pub to: Vec<u32>,
     /// Per link: whether it was up when the run started.
     pub initially_up: Vec<bool>,
+    /// Per link: bytes its queue holds at most (packet limits counted at 1500 bytes a packet).
+    pub queue_bytes: Vec<u64>,
     /// Per link: part of the satellite network (ISL or ground link), so processed.
     pub network: Vec<bool>,
     /// Per node: packets leave the satellite network here (empty: they leave at their destination).
@@ -48,6 +50,17 @@ impl SatguardNet {
 
     fn initially_up(sim: &Sim) -> Vec<bool> {
         sim.net.links.iter().map(|l| l.up).collect()
+    }
+
+    fn queue_bytes(sim: &Sim) -> Vec<u64> {
+        sim.net
+            .links
+            .iter()
+            .map(|l| match l.limit {
+                QueueLimit::Bytes(b) => b,
+                QueueLimit::Packets(n) => u64::from(n) * 1500,
+            })
+            .collect()
     }
 
     /// A network of plain links (chains, dumbbells, LEO paths): every link is processed and packets
@@ -82,6 +95,7 @@ impl SatguardNet {
             from,
             to,
             initially_up: Self::initially_up(sim),
+            queue_bytes: Self::queue_bytes(sim),
             network,
             exit,
             topo: Some(info),

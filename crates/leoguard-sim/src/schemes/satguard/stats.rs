@@ -57,6 +57,10 @@ pub struct SatguardStats {
     pub migration_unroutable: u64,
     /// Packets that reached the old satellite after its handover, sent on to the new one.
     pub redirected: u64,
+    /// Voids sent for FSeq-stamped packets dropped by congestion here.
+    pub voids_sent: u64,
+    /// Voids that reached the exit's reorder buffer.
+    pub exit_voids: u64,
     /// Duplicates dropped where packets leave the network.
     pub exit_duplicates: u64,
     /// Packets held by the reorder buffer.
@@ -106,6 +110,8 @@ impl std::ops::AddAssign for SatguardStats {
             migration_commit_timeouts,
             migration_unroutable,
             redirected,
+            voids_sent,
+            exit_voids,
             exit_duplicates,
             exit_held,
             exit_late,
@@ -142,6 +148,8 @@ impl std::ops::AddAssign for SatguardStats {
         self.migration_commit_timeouts += migration_commit_timeouts;
         self.migration_unroutable += migration_unroutable;
         self.redirected += redirected;
+        self.voids_sent += voids_sent;
+        self.exit_voids += exit_voids;
         self.exit_duplicates += exit_duplicates;
         self.exit_held += exit_held;
         self.exit_late += exit_late;
