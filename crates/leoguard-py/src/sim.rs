@@ -9,8 +9,8 @@ use leoguard_sim::engine::QueueLimit;
 use leoguard_sim::leo::{LeoInterruption, LeoPath, LeoStep};
 use leoguard_sim::loss::{parse_plr_csv, LossSpec};
 use leoguard_sim::scenario::{FlowKind, FlowSpec, LinkEvent, LinkSpec, RouteEvent, RunResult, Running, Scenario};
-use leoguard_sim::schemes::linkguardian::{LinkGuardianOptions, LinkGuardianStats};
-use leoguard_sim::schemes::satguard::{SatguardOptions, SatguardStats};
+use leoguard_sim::schemes::linkguardian::LinkGuardianOptions;
+use leoguard_sim::schemes::satguard::SatguardOptions;
 use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -480,10 +480,10 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     out.set_item("link_series", ls)?;
     out.set_item("packet_hops", r.packet_hops)?;
     if let Some(st) = &r.satguard {
-        out.set_item("satguard", satguard_dict(py, st)?)?;
+        out.set_item("satguard", counters_dict(py, st.fields())?)?;
     }
     if let Some(st) = &r.linkguardian {
-        out.set_item("linkguardian", linkguardian_dict(py, st)?)?;
+        out.set_item("linkguardian", counters_dict(py, st.fields())?)?;
     }
     let hops = PyDict::new(py);
     let hr = &r.hops;
@@ -506,143 +506,10 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     Ok(out)
 }
 
-/// SATGUARD's network-wide counters as a dict (field names as in `SatguardStats`).
-fn satguard_dict<'py>(py: Python<'py>, st: &SatguardStats) -> PyResult<Bound<'py, PyDict>> {
+/// Counters as a dict, named as the fields of the Rust struct.
+fn counters_dict<'py>(py: Python<'py>, fields: Vec<(&'static str, u64)>) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    // Destructured so that a new counter cannot be left out of the results.
-    let SatguardStats {
-        protected,
-        unprotected,
-        fseq_stamped,
-        retransmissions,
-        gap_losses,
-        timer_losses,
-        given_up,
-        evicted,
-        max_buffer_bytes,
-        duplicates,
-        hacks_sent,
-        hack_bytes,
-        hacks_ignored,
-        taken_at_link_down,
-        lost_at_link_down,
-        rehomed,
-        parked,
-        parked_dropped,
-        migrations,
-        migrated_packets,
-        migrated_bytes,
-        migration_commits,
-        migrated_retransmissions,
-        migration_missing,
-        migration_commit_timeouts,
-        migration_unroutable,
-        redirected,
-        voids_sent,
-        exit_voids,
-        exit_duplicates,
-        exit_held,
-        exit_late,
-        exit_out_of_window,
-        exit_skipped,
-        exit_recovered,
-        exit_max_hold_ns,
-        timer_runs,
-    } = *st;
-    for (k, v) in [
-        ("protected", protected),
-        ("unprotected", unprotected),
-        ("fseq_stamped", fseq_stamped),
-        ("retransmissions", retransmissions),
-        ("gap_losses", gap_losses),
-        ("timer_losses", timer_losses),
-        ("given_up", given_up),
-        ("evicted", evicted),
-        ("max_buffer_bytes", max_buffer_bytes),
-        ("duplicates", duplicates),
-        ("hacks_sent", hacks_sent),
-        ("hack_bytes", hack_bytes),
-        ("hacks_ignored", hacks_ignored),
-        ("taken_at_link_down", taken_at_link_down),
-        ("lost_at_link_down", lost_at_link_down),
-        ("rehomed", rehomed),
-        ("parked", parked),
-        ("parked_dropped", parked_dropped),
-        ("migrations", migrations),
-        ("migrated_packets", migrated_packets),
-        ("migrated_bytes", migrated_bytes),
-        ("migration_commits", migration_commits),
-        ("migrated_retransmissions", migrated_retransmissions),
-        ("migration_missing", migration_missing),
-        ("migration_commit_timeouts", migration_commit_timeouts),
-        ("migration_unroutable", migration_unroutable),
-        ("redirected", redirected),
-        ("voids_sent", voids_sent),
-        ("exit_voids", exit_voids),
-        ("voids_sent", voids_sent),
-        ("exit_voids", exit_voids),
-        ("exit_duplicates", exit_duplicates),
-        ("exit_held", exit_held),
-        ("exit_late", exit_late),
-        ("exit_out_of_window", exit_out_of_window),
-        ("exit_skipped", exit_skipped),
-        ("exit_recovered", exit_recovered),
-        ("exit_max_hold_ns", exit_max_hold_ns),
-        ("timer_runs", timer_runs),
-    ] {
-        d.set_item(k, v)?;
-    }
-    Ok(d)
-}
-
-/// LinkGuardian's network-wide counters as a dict (field names as in `LinkGuardianStats`).
-fn linkguardian_dict<'py>(py: Python<'py>, st: &LinkGuardianStats) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    // Destructured so that a new counter cannot be left out of the results.
-    let LinkGuardianStats {
-        protected,
-        unprotected,
-        retransmissions,
-        recovered,
-        dummies,
-        dummy_bytes,
-        acks_sent,
-        ack_bytes,
-        notifications_sent,
-        stale_acks,
-        given_up_retries,
-        given_up_buffer_full,
-        given_up_link_change,
-        given_up_no_feedback,
-        held_discarded,
-        holes_skipped,
-        duplicates,
-        timer_runs,
-        idle_checks,
-        max_buffer_bytes,
-    } = *st;
-    for (k, v) in [
-        ("protected", protected),
-        ("unprotected", unprotected),
-        ("retransmissions", retransmissions),
-        ("recovered", recovered),
-        ("dummies", dummies),
-        ("dummy_bytes", dummy_bytes),
-        ("acks_sent", acks_sent),
-        ("ack_bytes", ack_bytes),
-        ("notifications_sent", notifications_sent),
-        ("stale_acks", stale_acks),
-        ("given_up_retries", given_up_retries),
-        ("given_up_buffer_full", given_up_buffer_full),
-        ("given_up_link_change", given_up_link_change),
-        ("given_up_no_feedback", given_up_no_feedback),
-        ("held_discarded", held_discarded),
-        ("holes_skipped", holes_skipped),
-        ("duplicates", duplicates),
-        ("timer_runs", timer_runs),
-        ("idle_checks", idle_checks),
-        ("max_buffer_bytes", max_buffer_bytes),
-    ] {
+    for (k, v) in fields {
         d.set_item(k, v)?;
     }
     Ok(d)

@@ -136,51 +136,52 @@ impl LgLinkParams {
     }
 }
 
-/// Counters of one node (summed over nodes with `+=`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LinkGuardianStats {
-    /// Packets stamped with a link sequence number on departure (first transmissions).
-    pub protected: u64,
-    /// Packets passed untouched (not delay-sensitive, or their link was down).
-    pub unprotected: u64,
-    /// Retransmitted copies sent (both copies of every round).
-    pub retransmissions: u64,
-    /// Packets acknowledged after at least one retransmission.
-    pub recovered: u64,
-    /// Dummies sent.
-    pub dummies: u64,
-    /// Bytes of dummies sent.
-    pub dummy_bytes: u64,
-    /// ACK packets sent.
-    pub acks_sent: u64,
-    /// Bytes of ACK packets sent.
-    pub ack_bytes: u64,
-    /// Of the ACKs sent, those carrying a loss notification.
-    pub notifications_sent: u64,
-    /// ACKs from before the link last went down, ignored.
-    pub stale_acks: u64,
-    /// Packets given up after `max_retries` rounds.
-    pub given_up_retries: u64,
-    /// Packets evicted from a full Tx buffer.
-    pub given_up_buffer_full: u64,
-    /// Packets discarded because their link went down (no handover awareness).
-    pub given_up_link_change: u64,
-    /// Packets given up after dummy trains brought no feedback.
-    pub given_up_no_feedback: u64,
-    /// Packets a receiver held back (ordered mode) and dropped when its link went down.
-    pub held_discarded: u64,
-    /// Sequence numbers receivers gave up after their hole timeout.
-    pub holes_skipped: u64,
-    /// Duplicate copies dropped by receivers.
-    pub duplicates: u64,
-    /// Protocol timer expiries handled.
-    pub timer_runs: u64,
-    /// Egress idle checks run (module docs, "Egress idle").
-    pub idle_checks: u64,
-    /// Largest Tx buffer occupancy of any one link, bytes (`+=` keeps the maximum).
-    pub max_buffer_bytes: u64,
+counters! {
+    /// Counters of one node (summed over nodes with `+=`).
+    pub struct LinkGuardianStats {
+        /// Packets stamped with a link sequence number on departure (first transmissions).
+        protected,
+        /// Packets passed untouched (not delay-sensitive, or their link was down).
+        unprotected,
+        /// Retransmitted copies sent (both copies of every round).
+        retransmissions,
+        /// Packets acknowledged after at least one retransmission.
+        recovered,
+        /// Dummies sent.
+        dummies,
+        /// Bytes of dummies sent.
+        dummy_bytes,
+        /// ACK packets sent.
+        acks_sent,
+        /// Bytes of ACK packets sent.
+        ack_bytes,
+        /// Of the ACKs sent, those carrying a loss notification.
+        notifications_sent,
+        /// ACKs from before the link last went down, ignored.
+        stale_acks,
+        /// Packets given up after `max_retries` rounds.
+        given_up_retries,
+        /// Packets evicted from a full Tx buffer.
+        given_up_buffer_full,
+        /// Packets discarded because their link went down (no handover awareness).
+        given_up_link_change,
+        /// Packets given up after dummy trains brought no feedback.
+        given_up_no_feedback,
+        /// Packets a receiver held back (ordered mode) and dropped when its link went down.
+        held_discarded,
+        /// Sequence numbers receivers gave up after their hole timeout.
+        holes_skipped,
+        /// Duplicate copies dropped by receivers.
+        duplicates,
+        /// Protocol timer expiries handled.
+        timer_runs,
+        /// Egress idle checks run (module docs, "Egress idle").
+        idle_checks,
+        ; // the largest of all nodes, not a sum
+        /// Largest Tx buffer occupancy of any one link, bytes (`+=` keeps the maximum).
+        max_buffer_bytes,
+    }
 }
-
 impl LinkGuardianStats {
     /// Packets given up for any reason.
     pub fn given_up(&self) -> u64 {
@@ -198,54 +199,6 @@ impl LinkGuardianStats {
                 GiveUpReason::NoFeedback => self.given_up_no_feedback += 1,
             },
         }
-    }
-}
-
-impl std::ops::AddAssign for LinkGuardianStats {
-    fn add_assign(&mut self, o: LinkGuardianStats) {
-        // Destructured so that a new counter cannot be forgotten here.
-        let LinkGuardianStats {
-            protected,
-            unprotected,
-            retransmissions,
-            recovered,
-            dummies,
-            dummy_bytes,
-            acks_sent,
-            ack_bytes,
-            notifications_sent,
-            stale_acks,
-            given_up_retries,
-            given_up_buffer_full,
-            given_up_link_change,
-            given_up_no_feedback,
-            held_discarded,
-            holes_skipped,
-            duplicates,
-            timer_runs,
-            idle_checks,
-            max_buffer_bytes,
-        } = o;
-        self.protected += protected;
-        self.unprotected += unprotected;
-        self.retransmissions += retransmissions;
-        self.recovered += recovered;
-        self.dummies += dummies;
-        self.dummy_bytes += dummy_bytes;
-        self.acks_sent += acks_sent;
-        self.ack_bytes += ack_bytes;
-        self.notifications_sent += notifications_sent;
-        self.stale_acks += stale_acks;
-        self.given_up_retries += given_up_retries;
-        self.given_up_buffer_full += given_up_buffer_full;
-        self.given_up_link_change += given_up_link_change;
-        self.given_up_no_feedback += given_up_no_feedback;
-        self.held_discarded += held_discarded;
-        self.holes_skipped += holes_skipped;
-        self.duplicates += duplicates;
-        self.timer_runs += timer_runs;
-        self.idle_checks += idle_checks;
-        self.max_buffer_bytes = self.max_buffer_bytes.max(max_buffer_bytes);
     }
 }
 

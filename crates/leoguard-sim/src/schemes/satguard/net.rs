@@ -37,44 +37,28 @@ pub struct SatguardNet {
 }
 
 impl SatguardNet {
-    fn links(sim: &Sim) -> (Vec<Option<LinkId>>, Vec<Bps>, Vec<u32>, Vec<u32>) {
-        let mut by_ends = BTreeMap::new();
-        for (i, l) in sim.net.links.iter().enumerate() {
-            by_ends.entry((l.from, l.to)).or_insert(LinkId(i as u32));
-        }
-        let reverse = sim.net.links.iter().map(|l| by_ends.get(&(l.to, l.from)).copied()).collect();
-        let from = sim.net.links.iter().map(|l| l.from.0).collect();
-        let to = sim.net.links.iter().map(|l| l.to.0).collect();
-        (reverse, sim.net.links.iter().map(|l| l.rate).collect(), from, to)
-    }
-
-    fn initially_up(sim: &Sim) -> Vec<bool> {
-        sim.net.links.iter().map(|l| l.up).collect()
-    }
-
-    fn queue_bytes(sim: &Sim) -> Vec<u64> {
-        sim.net
-            .links
-            .iter()
-            .map(|l| match l.limit {
-                QueueLimit::Bytes(b) => b,
-                QueueLimit::Packets(n) => u64::from(n) * 1500,
-            })
-            .collect()
-    }
-
     /// A network of plain links (chains, dumbbells, LEO paths): every link is processed and packets
     /// leave the network at their destination.
     pub fn generic(sim: &Sim) -> Self {
-        let (reverse, rate, from, to) = Self::links(sim);
-        let n = reverse.len();
+        let links = &sim.net.links;
+        let mut by_ends = BTreeMap::new();
+        for (i, l) in links.iter().enumerate() {
+            by_ends.entry((l.from, l.to)).or_insert(LinkId(i as u32));
+        }
         SatguardNet {
-            reverse,
-            rate,
-            from,
-            to,
-            initially_up: Self::initially_up(sim),
-            network: vec![true; n],
+            reverse: links.iter().map(|l| by_ends.get(&(l.to, l.from)).copied()).collect(),
+            rate: links.iter().map(|l| l.rate).collect(),
+            from: links.iter().map(|l| l.from.0).collect(),
+            to: links.iter().map(|l| l.to.0).collect(),
+            initially_up: links.iter().map(|l| l.up).collect(),
+            queue_bytes: links
+                .iter()
+                .map(|l| match l.limit {
+                    QueueLimit::Bytes(b) => b,
+                    QueueLimit::Packets(n) => u64::from(n) * 1500,
+                })
+                .collect(),
+            network: vec![true; links.len()],
             ..Default::default()
         }
     }
@@ -82,24 +66,16 @@ impl SatguardNet {
     /// A whole constellation: ISLs and ground links are processed (terrestrial host links are not),
     /// packets leave the satellite network at ground nodes.
     pub fn constellation(sim: &Sim, info: TopoInfo) -> Self {
-        let (reverse, rate, from, to) = Self::links(sim);
-        let network = info.terrestrial.iter().map(|t| !t).collect();
-        let exit = (0..sim.nodes()).map(|n| (n as u32) < info.grounds).collect();
         let mut plans_from: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
         for (i, h) in info.handovers.iter().enumerate() {
             plans_from.entry(h.from.0).or_default().push(i);
         }
         SatguardNet {
-            reverse,
-            rate,
-            from,
-            to,
-            initially_up: Self::initially_up(sim),
-            queue_bytes: Self::queue_bytes(sim),
-            network,
-            exit,
+            network: info.terrestrial.iter().map(|t| !t).collect(),
+            exit: (0..sim.nodes()).map(|n| (n as u32) < info.grounds).collect(),
             topo: Some(info),
             plans_from,
+            ..Self::generic(sim)
         }
     }
 
