@@ -548,6 +548,31 @@ impl<T, F: Copy + Ord> ReorderBuffer<T, F> {
         }
     }
 
+    /// Moves every hold deadline (and the arrival times recovery delays are measured from) `by` later:
+    /// the host's link into the buffer was down for that long (a handover interruption), so nothing
+    /// could arrive, and the time must neither expire holds nor count as recovery delay.
+    pub fn shift_deadlines(&mut self, by: Duration) {
+        if by == Duration::ZERO {
+            return;
+        }
+        self.timers.clear();
+        for (&flow, f) in &mut self.flows {
+            for d in &mut f.deadlines {
+                d.0 = d.0 + by;
+            }
+            for h in f.held.values_mut() {
+                h.arrived = h.arrived + by;
+            }
+            for s in f.skips.iter_mut().flatten() {
+                s.2 = s.2 + by;
+            }
+            f.armed = f.front_deadline();
+            if let Some(t) = f.armed {
+                self.timers.insert((t, flow));
+            }
+        }
+    }
+
     /// Next released packet, in FSeq order within its flow.
     pub fn poll_release(&mut self) -> Option<Released<T, F>> {
         self.out.pop_front()

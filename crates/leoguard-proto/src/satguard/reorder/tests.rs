@@ -345,3 +345,21 @@ fn a_second_recovery_attempt_is_waited_for() {
     }
     assert_eq!((b.stats().skipped, b.stats().late), (0, 0));
 }
+
+#[test]
+fn an_interruption_shifts_the_holds_and_is_not_a_recovery_delay() {
+    let mut b = buf();
+    b.push(ms(0), 1, Seq16(0), 0);
+    assert_eq!(b.push(ms(1), 1, Seq16(2), 2), Pushed::Held);
+    drain(&mut b);
+    assert_eq!(b.poll_timeout(), Some(ms(21)));
+    // The exit's link is down from 5 to 105 ms.
+    b.shift_deadlines(Duration::from_millis(100));
+    assert_eq!(b.poll_timeout(), Some(ms(121)));
+    b.handle_timeout(ms(60));
+    assert!(drain(&mut b).is_empty(), "nothing expires during the interruption");
+    assert_eq!(b.push(ms(110), 1, Seq16(1), 1), Pushed::InOrder);
+    assert_eq!(drain(&mut b), vec![(1, 1), (1, 2)]);
+    // The recovery sample is 110 - (1 + 100) = 9 ms, not 109: R = 9, V = 4.5 -> 3·9 + 4·4.5 = 45 ms.
+    assert_eq!(b.hold(&1), Some(Duration::from_millis(45)));
+}

@@ -167,6 +167,9 @@ pub struct SatguardHook {
     /// A ground node's pending uplink packets whose link went down, re-homed when a link comes up.
     orphans: Vec<Packet>,
     exit: Exit,
+    /// Since when this exit node has had no satellite link up (a handover interruption): reorder
+    /// holds stand still meanwhile.
+    exit_paused: Option<Instant>,
     /// Handovers this node is the old satellite of, in time order, and the next one to prepare.
     plans: Vec<usize>,
     next_plan: usize,
@@ -216,6 +219,7 @@ impl SatguardHook {
             parked_bytes: 0,
             orphans: Vec::new(),
             exit,
+            exit_paused: None,
             plans,
             next_plan: 0,
             outgoing: BTreeMap::new(),
@@ -295,7 +299,7 @@ impl SatguardHook {
                 want = Some(want.map_or(t, |w| w.min(t)));
             }
         };
-        if let Exit::Reorder(r) = &self.exit {
+        if let (Exit::Reorder(r), None) = (&self.exit, self.exit_paused) {
             consider(r.poll_timeout());
         }
         consider(self.next_migration_start());
@@ -356,6 +360,35 @@ impl SatguardHook {
                     }
                 }
                 true
+            }
+        }
+    }
+
+    /// A ground node (an exit of a constellation) whose satellite links are all down is in a handover
+    /// interruption: what its reorder buffer waits for is parked or migrating upstream, so the holds
+    /// stand still until a link comes back (SATGUARD is handover-aware end to end).
+    fn pause_exit(&mut self, link: LinkId, up: bool, now: Instant) {
+        let Exit::Reorder(r) = &mut self.exit else { return };
+        if !self.net.is_ground(self.node) || self.net.to.get(link.0 as usize) != Some(&self.node) {
+            return;
+        }
+        if !up && self.exit_paused.is_none() {
+            let node = self.node;
+            let any_up = self.net.to.iter().enumerate().any(|(l, &to)| {
+                to == node && self.net.is_network(LinkId(l as u32)) && {
+                    match self.link_state.get(&(l as u32)) {
+                        Some(&u) => u,
+                        None => self.net.initially_up.get(l).copied().unwrap_or(false),
+                    }
+                }
+            });
+            if !any_up {
+                self.exit_paused = Some(now);
+            }
+        } else if up {
+            if let Some(since) = self.exit_paused.take() {
+                r.shift_deadlines(now.saturating_duration_since(since));
+                self.stats.exit_pauses += 1;
             }
         }
     }
@@ -477,7 +510,7 @@ impl Agent for SatguardHook {
             s.handle_timeout(now);
             Self::pump(s, LinkId(l), &mut self.stats, ctx);
         }
-        if let Exit::Reorder(r) = &mut self.exit {
+        if let (Exit::Reorder(r), None) = (&mut self.exit, self.exit_paused) {
             r.handle_timeout(now);
         }
         self.release(ctx);
@@ -606,6 +639,7 @@ impl Agent for SatguardHook {
     fn on_link_state(&mut self, link: LinkId, up: bool, ctx: &mut Ctx) {
         let ours = self.net.from.get(link.0 as usize) == Some(&self.node);
         self.link_state.insert(link.0, up);
+        self.pause_exit(link, up, ctx.now());
         if !up && ours {
             // Our own link went away: its pending packets are committed to the new satellite
             // (migration), re-homed (a ground node's uplink) or lost.

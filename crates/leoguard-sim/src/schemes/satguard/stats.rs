@@ -71,6 +71,8 @@ counters! {
         exit_skipped,
         /// Gaps the reorder buffer saw closed.
         exit_recovered,
+        /// Handover interruptions during which the exit's reorder holds stood still.
+        exit_pauses,
         /// Timer expiries handled.
         timer_runs,
         ; // the largest of all nodes, not a sum
