@@ -558,13 +558,13 @@ impl<T, F: Copy + Ord> ReorderBuffer<T, F> {
         self.timers.clear();
         for (&flow, f) in &mut self.flows {
             for d in &mut f.deadlines {
-                d.0 = d.0 + by;
+                d.0 += by;
             }
             for h in f.held.values_mut() {
-                h.arrived = h.arrived + by;
+                h.arrived += by;
             }
             for s in f.skips.iter_mut().flatten() {
-                s.2 = s.2 + by;
+                s.2 += by;
             }
             f.armed = f.front_deadline();
             if let Some(t) = f.armed {
