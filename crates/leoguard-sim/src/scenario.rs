@@ -507,50 +507,7 @@ impl Running {
             let at: Vec<NodeId> = c.nodes.iter().map(|&n| NodeId(n)).collect();
             sim.capture_at(&at, c.max_packets);
         }
-        // Hosts behind ground nodes are outside the satellite network: no per-hop scheme there.
-        let hooked: Vec<u32> = match &s.constellation {
-            Some(c) => (0..s.nodes).filter(|&n| n < c.grounds.len() as u32 || n >= c.sat_node(0).0).collect(),
-            None => (0..s.nodes).collect(),
-        };
-        let mut hooks = Vec::new();
-        if let Some(opts) = &s.satguard {
-            let net = match topo_info.clone() {
-                Some(info) => crate::schemes::satguard::SatguardNet::constellation(&sim, info),
-                None => crate::schemes::satguard::SatguardNet::generic(&sim),
-            };
-            let net = std::sync::Arc::new(net);
-            for &n in &hooked {
-                let hook = crate::schemes::satguard::SatguardHook::new(*opts, std::sync::Arc::clone(&net), n)
-                    .map_err(|e| invalid("satguard".into(), "", &e.to_string()))?;
-                hooks.push(sim.attach_hook(NodeId(n), Box::new(hook)));
-            }
-        }
-        if let Some(opts) = &s.linkguardian {
-            use crate::schemes::linkguardian::{LgLinkParams, LinkGuardianHook};
-            let generic = crate::schemes::satguard::SatguardNet::generic(&sim);
-            let mut params = LgLinkParams::table(&sim.net);
-            let mut opts = *opts;
-            if let Some(info) = &topo_info {
-                for (i, p) in params.iter_mut().enumerate() {
-                    p.delay = info.delay_hint[i];
-                    let g = info.downlink_ground[i];
-                    p.shared = g.is_some_and(|g| info.roles[g as usize] == leoguard_orbit::Role::Terminal);
-                    // Hosts run no LinkGuardian: their terrestrial links stay unprotected.
-                    p.guarded = !info.terrestrial[i];
-                }
-                // One fixed timer on shared user links, sized for the farthest user a beam serves.
-                if opts.shared_links_fixed_timeout.is_none() {
-                    opts.shared_links_fixed_timeout =
-                        Some(info.max_gsl_delay + info.max_gsl_delay + Duration::from_micros(500));
-                }
-            }
-            let (reverse, params) = (std::sync::Arc::new(generic.reverse), std::sync::Arc::new(params));
-            for &n in &hooked {
-                let hook = LinkGuardianHook::new(opts, std::sync::Arc::clone(&reverse), std::sync::Arc::clone(&params))
-                    .map_err(|e| invalid("linkguardian".into(), "", &e.to_string()))?;
-                hooks.push(sim.attach_hook(NodeId(n), Box::new(hook)));
-            }
-        }
+        let hooks = crate::schemes::attach(s, &mut sim, topo_info.as_ref())?;
         let cfg = TcpConfig::default();
         let mut ends = Vec::with_capacity(s.flows.len());
         for (i, f) in s.flows.iter().enumerate() {

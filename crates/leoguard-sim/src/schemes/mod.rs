@@ -36,3 +36,61 @@ macro_rules! counters {
 
 pub mod linkguardian;
 pub mod satguard;
+
+use crate::constellation::TopoInfo;
+use crate::engine::NodeId;
+use crate::scenario::{Scenario, ScenarioError};
+use crate::sim::{AgentId, Sim};
+use leoguard_core::Duration;
+use std::sync::Arc;
+
+fn invalid(field: &str, e: impl ToString) -> ScenarioError {
+    ScenarioError::Invalid { field: field.into(), value: String::new(), reason: e.to_string() }
+}
+
+/// Attaches the scenario's per-hop scheme (SATGUARD or LinkGuardian, if any) to every node of the
+/// satellite network (hosts behind ground nodes are outside it) and returns the hooks.
+pub fn attach(s: &Scenario, sim: &mut Sim, topo: Option<&TopoInfo>) -> Result<Vec<AgentId>, ScenarioError> {
+    let hooked: Vec<u32> = match &s.constellation {
+        Some(c) => (0..s.nodes).filter(|&n| n < c.grounds.len() as u32 || n >= c.sat_node(0).0).collect(),
+        None => (0..s.nodes).collect(),
+    };
+    let mut hooks = Vec::new();
+    if let Some(opts) = &s.satguard {
+        let net = Arc::new(match topo {
+            Some(info) => satguard::SatguardNet::constellation(sim, info.clone()),
+            None => satguard::SatguardNet::generic(sim),
+        });
+        for &n in &hooked {
+            let hook = satguard::SatguardHook::new(*opts, Arc::clone(&net), n).map_err(|e| invalid("satguard", e))?;
+            hooks.push(sim.attach_hook(NodeId(n), Box::new(hook)));
+        }
+    }
+    if let Some(opts) = &s.linkguardian {
+        use linkguardian::{LgLinkParams, LinkGuardianHook};
+        let mut params = LgLinkParams::table(&sim.net);
+        let mut opts = *opts;
+        if let Some(info) = topo {
+            for (i, p) in params.iter_mut().enumerate() {
+                p.delay = info.delay_hint[i];
+                let g = info.downlink_ground[i];
+                p.shared = g.is_some_and(|g| info.roles[g as usize] == leoguard_orbit::Role::Terminal);
+                // Hosts run no LinkGuardian: their terrestrial links stay unprotected.
+                p.guarded = !info.terrestrial[i];
+            }
+            // One fixed timer on shared user links, sized for the farthest user a beam serves.
+            if opts.shared_links_fixed_timeout.is_none() {
+                opts.shared_links_fixed_timeout =
+                    Some(info.max_gsl_delay + info.max_gsl_delay + Duration::from_micros(500));
+            }
+        }
+        let reverse = Arc::new(satguard::SatguardNet::generic(sim).reverse);
+        let params = Arc::new(params);
+        for &n in &hooked {
+            let hook = LinkGuardianHook::new(opts, Arc::clone(&reverse), Arc::clone(&params))
+                .map_err(|e| invalid("linkguardian", e))?;
+            hooks.push(sim.attach_hook(NodeId(n), Box::new(hook)));
+        }
+    }
+    Ok(hooks)
+}
