@@ -3,11 +3,13 @@
 //! Time is integer nanoseconds (`Instant`, `Duration`), units are newtypes (`Bytes`, `Bps`), and all
 //! randomness comes from [`rng::stream`], a reproducible generator derived from (run seed, component).
 
+pub mod keys;
 pub mod rng;
 pub mod seq;
 pub mod time;
 pub mod units;
 
+pub use keys::{KeyMap, KeySet};
 pub use rng::{stream, RngStream};
 pub use seq::Seq16;
 pub use time::{Duration, Instant};

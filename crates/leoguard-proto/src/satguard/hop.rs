@@ -18,8 +18,8 @@
 //! The sender is generic over the host's packet handle `T` (the simulator stores a small struct, the
 //! emulator the bytes).
 
-use leoguard_core::{Duration, Instant, Seq16};
-use std::collections::{HashSet, VecDeque};
+use leoguard_core::{Duration, Instant, KeySet, Seq16};
+use std::collections::VecDeque;
 
 /// Longest run a HAck reports, HSeqs (well inside the sender's 2^14 acceptance window).
 const RUN_CAP: u16 = 0x2000;
@@ -445,7 +445,7 @@ pub struct HopReceiverStats {
 pub struct HopReceiver {
     run: Option<(Seq16, Seq16)>,
     beam: u16,
-    seen: HashSet<u64>,
+    seen: KeySet,
     order: VecDeque<u64>,
     window: usize,
     /// Counters.
@@ -468,7 +468,7 @@ impl HopReceiver {
         HopReceiver {
             run: None,
             beam,
-            seen: HashSet::new(),
+            seen: KeySet::default(),
             order: VecDeque::new(),
             window: window.max(1),
             stats: HopReceiverStats::default(),

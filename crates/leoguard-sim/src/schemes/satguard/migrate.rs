@@ -20,7 +20,8 @@
 
 use crate::engine::Packet;
 use leoguard_core::Instant;
-use std::collections::{BTreeMap, HashMap};
+use leoguard_core::KeyMap;
+use std::collections::BTreeMap;
 
 /// `NetFields::sr_kind`: a moved copy of a buffered packet.
 pub const SR_COPY: u8 = 1;
@@ -51,7 +52,7 @@ pub struct Outgoing {
     /// Next migration sequence number.
     pub next: u16,
     /// Migration sequence number of every packet moved, by end-to-end key.
-    pub moved: HashMap<u64, u16>,
+    pub moved: KeyMap<u16>,
 }
 
 /// Moved packets waiting at the new satellite.

@@ -31,6 +31,7 @@ pub use stats::{HopRow, SatguardStats};
 
 use crate::engine::{LinkId, Packet, NET_CONTROL, NET_FSEQ, NET_HSEQ, NET_MIGRATED, NET_RETX, NET_SR, NET_VOID};
 use crate::sim::{Agent, Ctx};
+use leoguard_core::KeySet;
 use leoguard_core::{Duration, Instant, Seq16};
 use leoguard_proto::satguard::hop::{HAck, HopConfig, HopError, HopReceiver, HopSender};
 use leoguard_proto::satguard::reorder::{Pushed, ReorderBuffer, ReorderConfig};
@@ -38,7 +39,7 @@ use leoguard_wire::{
     HbhRepr, SatguardFlow, SatguardHack, SatguardHop, IPV6_HEADER_LEN, NEXT_HEADER_NONE, NEXT_HEADER_UDP,
 };
 use migrate::{Inbox, Outgoing};
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 /// Wire size of a void: an IPv6 header and a Hop-by-Hop header with the FSeq option, no payload.
@@ -144,7 +145,7 @@ enum Exit {
     /// `None` items are voids: FSeqs dropped by congestion, released as nothing.
     Reorder(ReorderBuffer<Option<Packet>, u64>),
     Dedup {
-        seen: HashSet<u64>,
+        seen: KeySet,
         order: VecDeque<u64>,
         window: usize,
     },
@@ -204,7 +205,7 @@ impl SatguardHook {
                 value: format!("{cfg:?}"),
                 reason: reorder_reason(e),
             })?),
-            None => Exit::Dedup { seen: HashSet::new(), order: VecDeque::new(), window: opts.dedup_window },
+            None => Exit::Dedup { seen: KeySet::default(), order: VecDeque::new(), window: opts.dedup_window },
         };
         let plans = if opts.migration { net.plans_from.get(&node).cloned().unwrap_or_default() } else { Vec::new() };
         Ok(SatguardHook {
