@@ -433,7 +433,9 @@ impl<T, F: Copy + Ord> ReorderBuffer<T, F> {
     pub fn push(&mut self, now: Instant, flow: F, fseq: Seq16, item: T) -> Pushed {
         self.handle_timeout(now);
         let cfg = self.cfg;
-        let Some(mut f) = self.flows.remove(&flow) else {
+        // The flow is worked on in place: moving its state out of the map and back cost more than
+        // everything else a packet does here.
+        let Some(f) = self.flows.get_mut(&flow) else {
             // A new flow anchors on its first packet (module docs, "Anchoring").
             let mut f = Flow::new(fseq, &cfg, now);
             let mut ctx = Ctx { out: &mut self.out, stats: &mut self.stats };
@@ -450,7 +452,6 @@ impl<T, F: Copy + Ord> ReorderBuffer<T, F> {
             f.oow_run += 1;
             if f.oow_run < cfg.restart_after {
                 ctx.stats.out_of_window += 1;
-                self.flows.insert(flow, f);
                 return Pushed::OutOfWindow;
             }
             // Restart rule (module docs): flush in order, re-anchor on this packet.
@@ -526,8 +527,7 @@ impl<T, F: Copy + Ord> ReorderBuffer<T, F> {
                 Pushed::Duplicate
             }
         };
-        self.rearm(flow, &mut f);
-        self.flows.insert(flow, f);
+        rearm(&mut self.timers, flow, f);
         outcome
     }
 
@@ -538,14 +538,7 @@ impl<T, F: Copy + Ord> ReorderBuffer<T, F> {
     }
 
     fn rearm(&mut self, flow: F, f: &mut Flow<T>) {
-        let want = f.front_deadline();
-        if want != f.armed {
-            self.disarm(flow, f);
-            if let Some(t) = want {
-                self.timers.insert((t, flow));
-                f.armed = Some(t);
-            }
-        }
+        rearm(&mut self.timers, flow, f);
     }
 
     /// Moves every hold deadline (and the arrival times recovery delays are measured from) `by` later:
@@ -659,6 +652,20 @@ impl<T, F: Copy + Ord> ReorderBuffer<T, F> {
     /// The next FSeq `flow` expects.
     pub fn expected(&self, flow: &F) -> Option<Seq16> {
         self.flows.get(flow).map(|f| f.next)
+    }
+}
+
+/// Arms the flow's timer at its earliest deadline (disarming a different one).
+fn rearm<T, F: Copy + Ord>(timers: &mut BTreeSet<(Instant, F)>, flow: F, f: &mut Flow<T>) {
+    let want = f.front_deadline();
+    if want != f.armed {
+        if let Some(t) = f.armed.take() {
+            timers.remove(&(t, flow));
+        }
+        if let Some(t) = want {
+            timers.insert((t, flow));
+            f.armed = Some(t);
+        }
     }
 }
 
