@@ -3,6 +3,7 @@
 
 use crate::{get, ground, need, options, LeoguardError, Node, PyConstellation};
 use leoguard_core::{Bps, Duration, Instant};
+use leoguard_proto::satguard::hop::HopSenderStats;
 use leoguard_sim::capture::CaptureSpec;
 use leoguard_sim::constellation::{ConstellationTopo, HostSpec};
 use leoguard_sim::engine::QueueLimit;
@@ -490,21 +491,30 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     hops.set_item("from_node", hr.iter().map(|x| x.from).collect::<Vec<_>>())?;
     hops.set_item("to_node", hr.iter().map(|x| x.to).collect::<Vec<_>>())?;
     hops.set_item("user_link", hr.iter().map(|x| x.user_link).collect::<Vec<_>>())?;
-    hops.set_item("sent", hr.iter().map(|x| x.sent).collect::<Vec<_>>())?;
-    hops.set_item("retransmissions", hr.iter().map(|x| x.retransmissions).collect::<Vec<_>>())?;
-    hops.set_item("gap_losses", hr.iter().map(|x| x.gap_losses).collect::<Vec<_>>())?;
-    hops.set_item("timer_losses", hr.iter().map(|x| x.timer_losses).collect::<Vec<_>>())?;
-    hops.set_item("given_up", hr.iter().map(|x| x.given_up).collect::<Vec<_>>())?;
-    hops.set_item("evicted", hr.iter().map(|x| x.evicted).collect::<Vec<_>>())?;
-    hops.set_item("taken_at_link_down", hr.iter().map(|x| x.taken).collect::<Vec<_>>())?;
-    hops.set_item("hacks", hr.iter().map(|x| x.hacks).collect::<Vec<_>>())?;
-    hops.set_item("hacks_ignored", hr.iter().map(|x| x.hacks_ignored).collect::<Vec<_>>())?;
-    hops.set_item("max_buffer_bytes", hr.iter().map(|x| x.max_buffer_bytes).collect::<Vec<_>>())?;
+    let columns: [(&str, HopColumn); 11] = [
+        ("sent", |s| s.sent),
+        ("acked", |s| s.acked),
+        ("retransmissions", |s| s.retransmissions),
+        ("gap_losses", |s| s.gap_losses),
+        ("timer_losses", |s| s.timer_losses),
+        ("given_up", |s| s.given_up),
+        ("evicted", |s| s.evicted),
+        ("taken_at_link_down", |s| s.taken),
+        ("hacks", |s| s.hacks),
+        ("hacks_ignored", |s| s.hacks_out_of_window),
+        ("max_buffer_bytes", |s| s.max_buffer_bytes),
+    ];
+    for (name, get) in columns {
+        hops.set_item(name, hr.iter().map(|x| get(&x.sender)).collect::<Vec<_>>())?;
+    }
     out.set_item("hops", hops)?;
     out.set_item("capture", r.capture.as_deref().map(|b| PyBytes::new(py, b)))?;
     out.set_item("capture_missed", r.capture_missed)?;
     Ok(out)
 }
+
+/// Reads one counter of a hop sender (a column of the hops table).
+type HopColumn = fn(&HopSenderStats) -> u64;
 
 /// Counters as a dict, named as the fields of the Rust struct.
 fn counters_dict<'py>(py: Python<'py>, fields: Vec<(&'static str, u64)>) -> PyResult<Bound<'py, PyDict>> {

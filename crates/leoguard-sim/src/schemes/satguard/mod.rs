@@ -467,23 +467,11 @@ impl SatguardHook {
     pub fn hop_rows(&self) -> Vec<HopRow> {
         self.senders
             .iter()
-            .map(|(&l, s)| {
-                let st = s.stats;
-                HopRow {
-                    from: self.node,
-                    to: self.net.to.get(l as usize).copied().unwrap_or(u32::MAX),
-                    user_link: self.net.user_downlink(LinkId(l)).is_some(),
-                    sent: st.sent,
-                    retransmissions: st.retransmissions,
-                    gap_losses: st.gap_losses,
-                    timer_losses: st.timer_losses,
-                    given_up: st.given_up,
-                    evicted: st.evicted,
-                    taken: st.taken,
-                    hacks: st.hacks,
-                    hacks_ignored: st.hacks_out_of_window,
-                    max_buffer_bytes: st.max_buffer_bytes,
-                }
+            .map(|(&l, s)| HopRow {
+                from: self.node,
+                to: self.net.to.get(l as usize).copied().unwrap_or(u32::MAX),
+                user_link: self.net.user_downlink(LinkId(l)).is_some(),
+                sender: s.stats,
             })
             .collect()
     }

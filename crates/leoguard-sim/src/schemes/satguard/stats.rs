@@ -92,24 +92,6 @@ pub struct HopRow {
     pub to: u32,
     /// Whether it is a one-to-many user downlink (beam timers).
     pub user_link: bool,
-    /// Packets stamped (first transmissions).
-    pub sent: u64,
-    /// Retransmissions.
-    pub retransmissions: u64,
-    /// Losses found by HAck discontinuity.
-    pub gap_losses: u64,
-    /// Losses found by timers.
-    pub timer_losses: u64,
-    /// Given up after the retry bound.
-    pub given_up: u64,
-    /// Evicted from a full buffer.
-    pub evicted: u64,
-    /// Taken out when the link went down.
-    pub taken: u64,
-    /// HAcks received.
-    pub hacks: u64,
-    /// HAcks ignored (outside the window).
-    pub hacks_ignored: u64,
-    /// Largest buffer occupancy, bytes.
-    pub max_buffer_bytes: u64,
+    /// The sender's counters.
+    pub sender: leoguard_proto::satguard::hop::HopSenderStats,
 }

@@ -1,4 +1,5 @@
 use super::*;
+use leoguard_proto::satguard::hop::HopSenderStats;
 
 #[test]
 fn header_sizes_come_from_the_wire_format() {
@@ -112,12 +113,12 @@ fn buffers_migrate_at_handovers_and_only_migration_saves_what_the_old_satellite_
 #[test]
 fn user_downlinks_use_beam_timers_and_one_to_one_links_use_gaps() {
     let r = run(&nyc_lon(Some(SatguardOptions::default()), 0.02)).expect("valid");
-    let (mut user, mut other) = (HopRow::default(), HopRow::default());
+    let (mut user, mut other) = (HopSenderStats::default(), HopSenderStats::default());
     for h in &r.hops {
         let t = if h.user_link { &mut user } else { &mut other };
-        t.sent += h.sent;
-        t.gap_losses += h.gap_losses;
-        t.timer_losses += h.timer_losses;
+        t.sent += h.sender.sent;
+        t.gap_losses += h.sender.gap_losses;
+        t.timer_losses += h.sender.timer_losses;
     }
     // New York's downlinks are one-to-many: no gap detection there, the beam timers find the losses.
     assert!(user.sent > 40_000 && user.timer_losses > 200, "{user:?}");
