@@ -216,7 +216,7 @@ class Flow(_Model):
     kind: Literal["tcp", "cbr"]
     src: int | str
     dst: int | str
-    cc: Literal["newreno", "reno", "cubic", "bbr"] = "cubic"
+    cc: Literal["newreno", "reno", "cubic", "bbr", "satcp"] = "cubic"
     bytes: int | None = Field(default=None, gt=0)
     rate_mbps: float | None = Field(default=None, gt=0)
     size: int = Field(default=1200, ge=28, le=65535)

@@ -162,6 +162,17 @@ impl ConstellationTopo {
         self.grounds.len() + self.hosts.len() + self.constellation.len()
     }
 
+    /// The ground node a node stands on: itself for a ground node, its ground for a host, none for a
+    /// satellite.
+    pub fn ground_of(&self, node: u32) -> Option<u32> {
+        let g = self.grounds.len() as u32;
+        if node < g {
+            Some(node)
+        } else {
+            self.hosts.get((node - g) as usize).map(|h| h.ground)
+        }
+    }
+
     /// The simulator node of satellite `s`.
     pub fn sat_node(&self, s: u32) -> NodeId {
         NodeId((self.grounds.len() + self.hosts.len()) as u32 + s)

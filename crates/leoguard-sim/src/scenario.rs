@@ -369,7 +369,7 @@ impl Scenario {
                         return Err(invalid(
                             format!("flows[{i}].cc"),
                             name,
-                            "unknown congestion control (known: newreno, cubic, bbr)",
+                            &format!("unknown congestion control (known: {})", cc::ALGORITHMS.join(", ")),
                         ));
                     }
                     if *bytes == Some(0) {
@@ -441,6 +441,30 @@ fn route_all(sim: &mut Sim, nodes: u32, dirs: &[(u32, u32, LinkId)]) {
             }
         }
     }
+}
+
+/// SaTCP's cross-layer handover reports for a flow whose path ends at ground nodes `ends`: every
+/// planned handover of those nodes is reported `REPORT_LEAD` ahead, off by a prediction error drawn
+/// uniformly within `REPORT_ERROR` (REFERENCE.md: "handover report ~0.5 s ahead with prediction
+/// error"). Controllers other than SaTCP ignore them.
+fn handover_reports(
+    info: &crate::constellation::TopoInfo,
+    ends: &[Option<u32>],
+    rng: &mut leoguard_core::RngStream,
+) -> Vec<Instant> {
+    const REPORT_LEAD: f64 = 0.5;
+    const REPORT_ERROR: f64 = 0.1;
+    let mut out: Vec<Instant> = info
+        .handovers
+        .iter()
+        .filter(|h| ends.contains(&Some(h.ground.0)))
+        .map(|h| {
+            let t = h.t.as_nanos() as f64 / 1e9 - REPORT_LEAD + rng.uniform_range(-REPORT_ERROR, REPORT_ERROR);
+            Instant((t.max(0.0) * 1e9) as u64)
+        })
+        .collect();
+    out.sort_unstable();
+    out
 }
 
 /// Runs a scenario to its end.
@@ -519,6 +543,11 @@ impl Running {
                     let mut src = TcpSource::new(flow, NodeId(f.dst), TcpSender::new(cfg, c, *bytes), s.sample_every);
                     src.start_at = f.start;
                     src.tc = f.tc;
+                    if let (Some(c), Some(info)) = (&s.constellation, &topo_info) {
+                        let ends = [c.ground_of(f.src), c.ground_of(f.dst)];
+                        let mut rng = leoguard_core::stream(s.seed, &format!("satcp-reports/{i}"));
+                        src.handover_reports = handover_reports(info, &ends, &mut rng);
+                    }
                     let mut sink = TcpSink::new(flow, NodeId(f.src), TcpReceiver::new(cfg), true);
                     sink.tc = f.tc;
                     (Box::new(src), Box::new(sink))

@@ -14,6 +14,7 @@ pub const FLAG_ACK: u16 = 2;
 /// Packet flag: the data is a retransmission.
 pub const FLAG_RETX: u16 = 4;
 
+const TOKEN_REPORT: u64 = 1 << 60;
 const TOKEN_START: u64 = 1 << 61;
 const TOKEN_TIMER: u64 = 1 << 62;
 const TOKEN_SAMPLE: u64 = 1 << 63;
@@ -56,6 +57,8 @@ pub struct TcpSource {
     pub completed_at: Option<Instant>,
     /// When the flow starts sending.
     pub start_at: Instant,
+    /// When the link layer reports an upcoming handover to the sender (SaTCP), in time order.
+    pub handover_reports: Vec<Instant>,
     timer_gen: u64,
     armed: Option<Instant>,
 }
@@ -73,6 +76,7 @@ impl TcpSource {
             samples: Vec::new(),
             completed_at: None,
             start_at: Instant::ZERO,
+            handover_reports: Vec::new(),
             timer_gen: 0,
             armed: None,
         }
@@ -129,6 +133,9 @@ impl Agent for TcpSource {
             self.sample(ctx.now());
             ctx.timer(ctx.now() + self.sample_every, TOKEN_SAMPLE);
         }
+        for (i, &t) in self.handover_reports.iter().enumerate() {
+            ctx.timer(t, TOKEN_REPORT | i as u64);
+        }
         if self.start_at > ctx.now() {
             ctx.timer(self.start_at, TOKEN_START);
         } else {
@@ -155,6 +162,10 @@ impl Agent for TcpSource {
         }
         if token == TOKEN_START {
             self.pump(ctx);
+            return;
+        }
+        if token & TOKEN_REPORT != 0 && token & (TOKEN_START | TOKEN_TIMER | TOKEN_SAMPLE) == 0 {
+            self.tcp.cc_report_handover(ctx.now());
             return;
         }
         if token != TOKEN_TIMER | self.timer_gen {

@@ -70,6 +70,8 @@ pub struct Cubic {
     sent_total: u64,
     acked_total: u64,
     last_send: Option<Instant>,
+    /// Divides K of an epoch that starts while set (SaTCP's fast return to W_max; 1 = plain CUBIC).
+    pub(crate) k_divisor: f64,
 }
 
 impl Cubic {
@@ -106,6 +108,7 @@ impl Cubic {
             sent_total: 0,
             acked_total: 0,
             last_send: None,
+            k_divisor: 1.0,
         }
     }
 
@@ -214,7 +217,7 @@ impl Cubic {
                     self.origin = cwnd;
                 } else {
                     // RFC 9438 eq. (2): K = cbrt((W_max - cwnd_epoch)/C).
-                    self.k = ((self.w_last_max - cwnd) / C).cbrt();
+                    self.k = ((self.w_last_max - cwnd) / C).cbrt() / self.k_divisor;
                     self.origin = self.w_last_max;
                 }
                 now

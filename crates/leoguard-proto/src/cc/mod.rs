@@ -10,6 +10,7 @@ use std::fmt::Debug;
 pub mod bbr;
 pub mod cubic;
 pub mod newreno;
+pub mod satcp;
 
 /// What the sender knows when new data is acknowledged.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -79,14 +80,17 @@ pub trait CongestionControl: Debug + Send {
     fn pacing_rate(&self) -> Option<Bps>;
     /// A short state label for telemetry (e.g. "slow_start", "probe_bw").
     fn state(&self) -> &'static str;
+    /// The link layer predicts a handover (SaTCP's cross-layer report, about 0.5 s ahead). Only
+    /// handover-aware controllers act on it.
+    fn on_handover_report(&mut self, _now: Instant) {}
 }
 
 /// Names accepted by [`build`].
-pub const ALGORITHMS: &[&str] = &["newreno", "cubic", "bbr"];
+pub const ALGORITHMS: &[&str] = &["newreno", "cubic", "bbr", "satcp"];
 
 /// Unknown algorithm name.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("unknown congestion control '{0}' (known: newreno, cubic, bbr)")]
+#[error("unknown congestion control '{0}' (known: newreno, cubic, bbr, satcp)")]
 pub struct UnknownAlgorithm(pub String);
 
 /// The registry: builds a controller by name for a sender with maximum segment size `mss` and an
@@ -96,6 +100,7 @@ pub fn build(name: &str, mss: u64, init_cwnd_segments: u64) -> Result<Box<dyn Co
         "newreno" | "reno" => Ok(Box::new(newreno::NewReno::new(mss, init_cwnd_segments))),
         "cubic" => Ok(Box::new(cubic::Cubic::new(mss, init_cwnd_segments))),
         "bbr" => Ok(Box::new(bbr::Bbr::new(mss, init_cwnd_segments))),
+        "satcp" => Ok(Box::new(satcp::Satcp::new(mss, init_cwnd_segments))),
         other => Err(UnknownAlgorithm(other.to_string())),
     }
 }

@@ -109,6 +109,11 @@ impl TcpSender {
         }
     }
 
+    /// The link layer predicts a handover (passed to the controller: SaTCP acts on it).
+    pub fn cc_report_handover(&mut self, now: Instant) {
+        self.cc.on_handover_report(now);
+    }
+
     /// The congestion controller.
     pub fn cc(&self) -> &dyn CongestionControl {
         self.cc.as_ref()

@@ -263,3 +263,29 @@ fn congestion_drops_inside_the_network_send_voids_so_the_exit_does_not_wait() {
     let max_owd = r.packets.iter().map(|p| p.received_ns - p.sent_ns).max().unwrap();
     assert!(max_owd < 10_000_000, "{max_owd} ns");
 }
+
+#[test]
+fn satcp_reports_come_half_a_second_ahead_of_the_path_ends_handovers() {
+    use crate::constellation::{PlannedHandover, TopoInfo};
+    let h = |t_ms: u64, ground: u32| PlannedHandover {
+        t: Instant(t_ms * 1_000_000),
+        ground: NodeId(ground),
+        from: NodeId(10),
+        to: NodeId(11),
+        old_down: LinkId(0),
+        new_down: LinkId(1),
+        route: vec![],
+    };
+    let info = TopoInfo { handovers: vec![h(12_000, 0), h(12_000, 5), h(27_000, 1), h(300, 1)], ..Default::default() };
+    let mut rng = leoguard_core::stream(1, "test");
+    let r = handover_reports(&info, &[Some(0), Some(1)], &mut rng);
+    assert_eq!(r.len(), 3, "ground 5 is not on the path: {r:?}");
+    assert_eq!(r[0], Instant(0), "a report due before the start comes at 0");
+    for (got, t) in r[1..].iter().zip([12.0, 27.0]) {
+        let lead = t - got.as_nanos() as f64 / 1e9;
+        assert!((0.4..=0.6).contains(&lead), "{lead}");
+    }
+    // The controller registry knows SaTCP, so scenarios accept it.
+    let s = two_node(LossSpec::None, FlowKind::Tcp { cc: "satcp".into(), bytes: Some(100_000) });
+    assert!(run(&s).unwrap().flows[0].fct_s.is_some());
+}
