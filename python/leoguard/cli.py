@@ -19,9 +19,11 @@ app = typer.Typer(help="leoguard: concealing packet loss in LEO satellite networ
 constellation_app = typer.Typer(help="Constellations: presets, parameters, TLE export.", no_args_is_help=True)
 places_app = typer.Typer(help="Ground places from the GeoNames gazetteer.", no_args_is_help=True)
 bench_app = typer.Typer(help="Benchmarks: print figures, assert nothing.", no_args_is_help=True)
+results_app = typer.Typer(help="The result store: runs as Parquet files, a DuckDB catalogue.", no_args_is_help=True)
 app.add_typer(constellation_app, name="constellation")
 app.add_typer(places_app, name="places")
 app.add_typer(bench_app, name="bench")
+app.add_typer(results_app, name="results")
 console = Console()
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
@@ -345,6 +347,43 @@ def ablation(
         console.print(f"results in {d}")
     if not all(c["passed"] for c in ab.checks):
         raise typer.Exit(1)
+
+
+StoreOpt = Annotated[Path, typer.Option("--store", help="The result store's directory.")]
+
+
+@results_app.command("list")
+def results_list(store: StoreOpt = Path("results"), as_json: JsonOpt = False) -> None:
+    """The stored runs, newest first."""
+    from leoguard.store import ResultStore
+
+    with ResultStore(store) as st:
+        df = st.runs()
+    if as_json:
+        _emit(df.with_columns(df["created"].cast(str)).to_dicts() if not df.is_empty() else [])
+        return
+    t = Table("run_id", "scenario", "seed", "scheme", "pair", "complete", "created", "code_version")
+    for r in df.iter_rows(named=True):
+        t.add_row(r["run_id"], str(r["scenario"]), str(r["seed"]), r["scheme"], r["pair"], str(r["complete"]),
+                  str(r["created"]), str(r["code_version"]))  # fmt: skip
+    console.print(t)
+
+
+@results_app.command("query")
+def results_query(
+    sql: Annotated[str, typer.Argument(help="SQL over the catalogue table `runs` (and read_parquet on run files).")],
+    store: StoreOpt = Path("results"),
+    as_json: JsonOpt = False,
+) -> None:
+    """Runs SQL over the catalogue and prints the rows."""
+    from leoguard.store import ResultStore
+
+    with ResultStore(store) as st:
+        df = st.query(sql)
+    if as_json:
+        _emit(df.to_dicts())
+    else:
+        console.print(df)
 
 
 @bench_app.command("sim")

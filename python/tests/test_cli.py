@@ -23,6 +23,9 @@ COMMANDS = [
     ["bench", "sim"],
     ["run"],
     ["ablation"],
+    ["results"],
+    ["results", "list"],
+    ["results", "query"],
     ["demo"],
 ]
 
@@ -81,3 +84,20 @@ def test_errors_are_one_clear_line_with_status_2(tmp_path):
     assert p.returncode == 2 and "step_s = 0" in p.stderr
     p = run("constellation", "info", "--tle", str(Path(tmp_path) / "none.tle"), check=False)
     assert p.returncode == 2 and "cannot read TLE file" in p.stderr
+
+
+def test_results_list_and_query_on_a_store(tmp_path):
+    from leoguard.scenario import from_dict
+    from leoguard.simulate import simulate
+    from leoguard.store import ResultStore, run_key
+
+    sc = from_dict({"duration_s": 0.5, "topology": {"kind": "chain", "hops": 1, "rate_mbps": 10, "delay_ms": 1},
+                    "flows": [{"kind": "cbr", "src": "n0", "dst": "n1", "rate_mbps": 1, "size": 500}]})  # fmt: skip
+    with ResultStore(tmp_path) as st:
+        st.put(run_key(sc), simulate(sc), scheme="none")
+    rows = json.loads(run("results", "list", "--store", str(tmp_path), "--json").stdout)
+    assert [r["scheme"] for r in rows] == ["none"]
+    q = json.loads(run("results", "query", "SELECT count(*) AS n FROM runs", "--store", str(tmp_path), "--json").stdout)
+    assert q == [{"n": 1}]
+    bad = run("results", "query", "SELECT * FROM nowhere", "--store", str(tmp_path), check=False)
+    assert bad.returncode == 2 and "query failed" in bad.stderr
