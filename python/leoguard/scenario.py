@@ -218,7 +218,7 @@ class Flow(_Model):
     dst: int | str
     cc: Literal["newreno", "reno", "cubic", "bbr", "satcp"] = "cubic"
     bytes: int | None = Field(default=None, gt=0)
-    rate_mbps: float | None = Field(default=None, gt=0)
+    rate_mbps: float | None = Field(default=None, gt=0, le=100_000)
     size: int = Field(default=1200, ge=28, le=65535)
     start_s: float = Field(default=0.0, ge=0)
     delay_sensitive: bool = False

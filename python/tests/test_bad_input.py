@@ -97,3 +97,15 @@ def test_other_fields(starlink):
         Constellation.preset("starlink-shell1", epoch="yesterday")
     with pytest.raises(LeoguardError, match="best-path"):
         starlink.connectivity_cache(["London"], policy="best-path")
+
+
+def test_an_absurd_cbr_rate_is_refused_before_it_can_exhaust_memory():
+    from leoguard.scenario import from_dict
+
+    spec = {
+        "duration_s": 1.0,
+        "topology": {"kind": "chain", "hops": 1, "rate_mbps": 10, "delay_ms": 1},
+        "flows": [{"kind": "cbr", "src": "n0", "dst": "n1", "rate_mbps": 1e9, "size": 500}],
+    }
+    with pytest.raises(LeoguardError, match=r"flows\.0\.rate_mbps|rate_mbps"):
+        from_dict(spec)

@@ -377,8 +377,8 @@ impl Scenario {
                     }
                 }
                 FlowKind::Cbr { rate, size } => {
-                    if rate.0 == 0 {
-                        return Err(invalid(format!("flows[{i}].rate_bps"), 0, "must be > 0"));
+                    if rate.0 == 0 || rate.0 > 100_000_000_000 {
+                        return Err(invalid(format!("flows[{i}].rate_bps"), rate.0, "must be in (0, 100 Gbit/s]"));
                     }
                     if !(28..=65_535).contains(size) {
                         return Err(invalid(format!("flows[{i}].size"), size, "must be in [28, 65535] bytes"));
