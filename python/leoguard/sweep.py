@@ -7,6 +7,7 @@ sweep again skips them (`ResultStore.has`).
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -83,7 +84,9 @@ def run_sweep(
                 continue
             finish(r, res)
         return report
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # Spawned, not forked: forking a process whose thread pools (polars, the Rust core) are running
+    # can deadlock the child.
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         pending: dict[Future[Results], SweepRun] = {pool.submit(_simulate, r.scenario.model_dump()): r for r in todo}
         try:
             while pending:
