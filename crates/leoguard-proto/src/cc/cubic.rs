@@ -373,16 +373,7 @@ mod tests {
     const MSS: u64 = 1000;
 
     fn ack(bytes: u64, rtt: Duration) -> AckEvent {
-        AckEvent {
-            bytes_acked: bytes,
-            prior_in_flight: 0,
-            in_flight: 0,
-            rtt: Some(rtt),
-            srtt: rtt,
-            min_rtt: rtt,
-            rate: None,
-            in_recovery: false,
-        }
+        AckEvent::sample(bytes, rtt)
     }
 
     /// One RTT of ACK clocking: ACKs for one window spread evenly over the RTT, each releasing a new

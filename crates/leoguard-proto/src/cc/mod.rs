@@ -34,6 +34,24 @@ pub struct AckEvent {
     pub in_recovery: bool,
 }
 
+#[cfg(test)]
+impl AckEvent {
+    /// (Tests) an ACK of `bytes` with an RTT sample of `rtt` (also the smoothed and minimum RTT),
+    /// nothing left in flight, no rate sample, outside recovery.
+    pub(crate) fn sample(bytes: u64, rtt: Duration) -> AckEvent {
+        AckEvent {
+            bytes_acked: bytes,
+            prior_in_flight: 0,
+            in_flight: 0,
+            rtt: Some(rtt),
+            srtt: rtt,
+            min_rtt: rtt,
+            rate: None,
+            in_recovery: false,
+        }
+    }
+}
+
 /// One delivery-rate sample.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RateSample {

@@ -132,16 +132,7 @@ mod tests {
     const RTT: Duration = Duration::from_millis(50);
 
     fn ack(bytes: u64, in_flight: u64) -> AckEvent {
-        AckEvent {
-            bytes_acked: bytes,
-            prior_in_flight: in_flight + bytes,
-            in_flight,
-            rtt: Some(RTT),
-            srtt: RTT,
-            min_rtt: RTT,
-            rate: None,
-            in_recovery: false,
-        }
+        AckEvent { prior_in_flight: in_flight + bytes, in_flight, ..AckEvent::sample(bytes, RTT) }
     }
 
     /// One RTT of ACK clocking: every segment of the current window acked one by one.

@@ -115,17 +115,7 @@ mod tests {
     const MSS: u64 = 1000;
 
     fn ack(bytes: u64) -> AckEvent {
-        let rtt = Duration::from_millis(50);
-        AckEvent {
-            bytes_acked: bytes,
-            prior_in_flight: 0,
-            in_flight: 0,
-            rtt: Some(rtt),
-            srtt: rtt,
-            min_rtt: rtt,
-            rate: None,
-            in_recovery: false,
-        }
+        AckEvent::sample(bytes, Duration::from_millis(50))
     }
 
     fn at(ms: u64) -> Instant {

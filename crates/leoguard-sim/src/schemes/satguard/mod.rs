@@ -531,8 +531,11 @@ impl Agent for SatguardHook {
         }
         if p.net.flags & NET_HSEQ != 0 {
             let window = self.opts.dedup_window;
-            let beam = self.net.user_downlink(link).map_or(0, |(_, b)| b);
-            let r = self.receivers.entry(link.0).or_insert_with(|| HopReceiver::new(beam, window));
+            let net = &self.net;
+            let r = self
+                .receivers
+                .entry(link.0)
+                .or_insert_with(|| HopReceiver::new(net.user_downlink(link).map_or(0, |(_, b)| b), window));
             let got = r.on_receive(ctx.now(), Seq16(p.net.hseq), key(p), p.net.flags & NET_RETX != 0);
             p.net.flags &= !(NET_HSEQ | NET_RETX);
             if let Some(back) = self.net.reverse.get(link.0 as usize).copied().flatten() {
@@ -596,7 +599,12 @@ impl Agent for SatguardHook {
         if self.outgoing.contains_key(&link.0) {
             self.copy_to_new_satellite(link, p, ctx);
         }
-        self.arm(ctx);
+        // Per packet: re-arm only if this link's earliest deadline comes before the armed timer (a new
+        // packet's deadline lies behind those of its beam; another beam's may be shorter).
+        let due = self.senders.get(&link.0).and_then(HopSender::poll_timeout);
+        if due.is_some_and(|d| self.armed.is_none_or(|a| d < a)) {
+            self.arm(ctx);
+        }
         true
     }
 
