@@ -289,6 +289,20 @@ impl Sim {
         AgentId(id)
     }
 
+    /// Binds an endpoint already hosted on `node` to one more flow (an agent that runs several
+    /// connections, such as a browser with one connection per origin): it also gets the packets of
+    /// `flow` addressed to `node`. Replaces any other endpoint of (node, flow).
+    pub fn bind_flow(&mut self, agent: AgentId, node: NodeId, flow: u32) {
+        assert_eq!(self.agents[agent.0 as usize].node, node, "bind_flow: the agent runs on another node");
+        let f = flow as usize;
+        if self.flow_agents.len() <= f {
+            self.flow_agents.resize(f + 1, Vec::new());
+        }
+        let ends = &mut self.flow_agents[f];
+        ends.retain(|&(n, _)| n != node);
+        ends.push((node, agent.0));
+    }
+
     /// Hosts the node's per-hop mechanism (see [`Agent::on_arrive`] and [`Agent::on_depart`]).
     pub fn attach_hook(&mut self, node: NodeId, agent: Box<dyn Agent>) -> AgentId {
         let id = self.add_agent(node, agent);

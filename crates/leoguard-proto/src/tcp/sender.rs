@@ -144,6 +144,26 @@ impl TcpSender {
         self.snd_una
     }
 
+    /// Next new byte to send.
+    pub fn snd_nxt(&self) -> u64 {
+        self.snd_nxt
+    }
+
+    /// Bytes the application has handed over so far (`None`: unlimited bulk transfer).
+    pub fn limit(&self) -> Option<u64> {
+        self.limit
+    }
+
+    /// The application writes `bytes` more to a persistent connection (an HTTP request or response
+    /// on a kept-alive connection, a proxy relaying what it received). The connection is idle until
+    /// then ([`TcpSender::is_done`] is true while everything written is acknowledged); sending resumes
+    /// with the controller's state as the idle period left it. A no-op on a bulk (unlimited) sender.
+    pub fn write(&mut self, bytes: u64) {
+        if let Some(l) = &mut self.limit {
+            *l += bytes;
+        }
+    }
+
     fn index_of(&self, seq: u64) -> Option<usize> {
         self.flight.binary_search_by_key(&seq, |s| s.seq).ok()
     }

@@ -229,3 +229,46 @@ fn sack_blocks_count_each_segment_once_as_they_grow_and_merge() {
     let next = tx.poll_transmit(Instant(3_000_000)).expect("the window has room");
     assert_eq!((next.seq, next.retransmission), (40 * m, false));
 }
+
+#[test]
+fn writes_to_an_idle_connection_resume_sending_and_finish_exactly() {
+    // 3000 bytes, then idle, then 5000 more written: everything arrives once, in order.
+    let cfg = TcpConfig::default();
+    let mut tx = TcpSender::new(cfg, Box::new(Aimd { cwnd: 10 * 1448, mss: 1448 }), Some(3000));
+    let mut rx = TcpReceiver::new(cfg);
+    let mut now = Instant::ZERO;
+    let mut pump = |tx: &mut TcpSender, rx: &mut TcpReceiver, now: &mut Instant| {
+        for _ in 0..100 {
+            let mut segs = Vec::new();
+            while let Some(seg) = tx.poll_transmit(*now) {
+                segs.push(seg);
+            }
+            if segs.is_empty() && tx.is_done() {
+                break;
+            }
+            *now = *now + Duration::from_millis(10);
+            let mut last = None;
+            for seg in segs {
+                last = rx.on_segment(*now, seg.seq, seg.len).1.or(last);
+            }
+            if let Some(a) = last {
+                tx.on_ack(*now, &a);
+            }
+            if let Some(a) = rx.handle_timeout(*now + cfg.delack) {
+                tx.on_ack(*now, &a);
+            }
+        }
+    };
+    pump(&mut tx, &mut rx, &mut now);
+    assert!(tx.is_done());
+    assert_eq!(rx.delivered, 3000);
+    assert_eq!(tx.poll_transmit(now), None, "nothing written, nothing sent");
+    tx.write(5000);
+    assert!(!tx.is_done());
+    assert_eq!(tx.limit(), Some(8000));
+    pump(&mut tx, &mut rx, &mut now);
+    assert!(tx.is_done());
+    assert_eq!(rx.delivered, 8000);
+    assert_eq!(tx.snd_nxt(), 8000);
+    assert_eq!(tx.stats.retransmissions, 0);
+}

@@ -156,3 +156,40 @@ fn same_seed_same_trace() {
     };
     assert_eq!(run(), run());
 }
+
+#[test]
+fn an_agent_bound_to_two_flows_gets_the_packets_of_both() {
+    #[derive(Debug, Default)]
+    struct Count(Vec<u32>);
+    impl Agent for Count {
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+        fn start(&mut self, _: &mut Ctx) {}
+        fn on_packet(&mut self, p: &Packet, _: &mut Ctx) {
+            self.0.push(p.flow);
+        }
+        fn on_timer(&mut self, _: u64, _: &mut Ctx) {}
+    }
+    #[derive(Debug)]
+    struct Send2;
+    impl Agent for Send2 {
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+        fn start(&mut self, ctx: &mut Ctx) {
+            for flow in [3, 7] {
+                ctx.send(Packet { flow, size: 100, dst: 1, ..Default::default() });
+            }
+        }
+        fn on_packet(&mut self, _: &Packet, _: &mut Ctx) {}
+        fn on_timer(&mut self, _: u64, _: &mut Ctx) {}
+    }
+    let (mut sim, _) = chain(1, Bps::mbps(10), Duration::from_millis(1), QueueLimit::Packets(10), 1);
+    sim.attach(NodeId(0), Box::new(Send2));
+    let id = sim.attach_flow(NodeId(1), 3, Box::new(Count::default()));
+    sim.bind_flow(id, NodeId(1), 7);
+    sim.run(Instant(1_000_000_000));
+    let c = sim.agent_by_id(id).unwrap().as_any().downcast_ref::<Count>().unwrap();
+    assert_eq!(c.0, vec![3, 7]);
+}
