@@ -350,6 +350,78 @@ def ablation(
 
 
 StoreOpt = Annotated[Path, typer.Option("--store", help="The result store's directory.")]
+reproduce_app = typer.Typer(help="Reproduce published results side by side with the papers.", no_args_is_help=True)
+app.add_typer(reproduce_app, name="reproduce")
+WorkersOpt = Annotated[int, typer.Option("--workers", help="Runs at a time (local process pool or Ray CPUs).")]
+ExecutorOpt = Annotated[str, typer.Option("--executor", help="Where runs go: local (process pool) or ray.")]
+RayOpt = Annotated[
+    str | None, typer.Option("--ray-address", help="Ray cluster address (default: a local Ray instance).")
+]
+
+
+def _sweep_progress(enabled: bool):
+    """A rich progress bar for sweeps (on stderr) and its callback."""
+    if not enabled:
+        return nullcontext(), None
+    bar = Progress(
+        TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+        TimeRemainingColumn(), console=Console(stderr=True),
+    )  # fmt: skip
+    task = bar.add_task("runs", total=None)
+
+    def cb(done: int, total: int, key: str) -> None:
+        bar.update(task, completed=done, total=total, description=f"runs (last {key[:8]})")
+
+    return bar, cb
+
+
+@reproduce_app.command("satguard")
+def reproduce_satguard(
+    quick: Annotated[
+        bool, typer.Option("--quick", help="The reduced experiment (the default; < 15 min on 2 cores).")
+    ] = False,
+    full: Annotated[bool, typer.Option("--full", help="The complete experiment (hours).")] = False,
+    pair: Annotated[list[str] | None, typer.Option("--pair", help="Only these city pairs (repeatable).")] = None,
+    scheme: Annotated[list[str] | None, typer.Option("--scheme", help="Only these schemes (repeatable).")] = None,
+    workload: Annotated[
+        list[str] | None, typer.Option("--workload", help="Only these workloads: bulk, web, webrtc (repeatable).")
+    ] = None,
+    store: StoreOpt = Path("results"),
+    out: Annotated[Path, typer.Option(help="Directory for figures, report.md and table.json.")] = Path(
+        "out/reproduce-satguard"
+    ),
+    workers: WorkersOpt = 2,
+    executor: ExecutorOpt = "local",
+    ray_address: RayOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """SATGUARD's evaluation (§4): SATGUARD, SaTCP, Tambur, M-PEP, LinkGuard and no protection over
+    Starlink shell 1 for 8 city pairs; bulk TCP (Figs 12-13), web browsing (Fig 14) and WebRTC (Figs
+    15-17). Runs go to the result store (stored runs are skipped); figures, report.md and table.json go
+    to --out. With --json, prints the paper-vs-leoguard table as rows {metric, scheme, pair, paper,
+    leoguard}."""
+    from leoguard.reproduce.satguard import reproduce
+
+    if quick and full:
+        raise LeoguardError("give --quick or --full, not both")
+    bar, cb = _sweep_progress(not as_json)
+    with bar:
+        r = reproduce(
+            "full" if full else "quick", store=store, out=out, pairs=pair, schemes=scheme, workloads=workload,
+            workers=workers, executor=executor, ray_address=ray_address, progress=cb,
+        )  # fmt: skip
+    if as_json:
+        _emit(r.json_rows())
+        return
+    t = Table("metric", "scheme", "paper", "leoguard", "unit")
+    for row in r.table:
+        t.add_row(row["metric"], row["scheme"], str(row["paper"]), str(row["leoguard"]), row["unit"])
+    console.print(t)
+    for k, v in r.sweep.failed.items():
+        console.print(f"[red]failed[/] {k}: {v}")
+    console.print(f"report: {r.report}; figures and table.json in {out}; runs in {store}")
+    if r.sweep.failed:
+        raise typer.Exit(1)
 
 
 @results_app.command("list")

@@ -308,6 +308,9 @@ class Scenario(_Model):
     seed: int = Field(default=1, ge=0)
     sample_every_s: float = Field(default=0.1, gt=0)
     link_sample_every_s: float = Field(default=0.1, ge=0)
+    app_delay_every: int = Field(default=0, ge=0)
+    """TCP flows record the application-perceived delay (first send to in-order delivery) of every
+    N-th segment into `Results.app_delay` (0: none)."""
     nodes: int | None = Field(default=None, ge=2)
     topology: Chain | Dumbbell | TwoPath | LeoPath | ConstellationTopology | None = Field(
         default=None, discriminator="kind"
@@ -478,6 +481,7 @@ class Scenario(_Model):
             "seed": self.seed,
             "sample_every_s": self.sample_every_s,
             "link_sample_every_s": self.link_sample_every_s,
+            "app_delay_every": self.app_delay_every,
             "flows": self._flows_core(),
             "links": [],
             "events": [],

@@ -42,6 +42,9 @@ class Results:
     """The `[capture]` as a pcap file (IPv6, link type RAW), or None without one."""
     capture_missed: int = 0
     """Packets the capture saw past its `max_packets` (not recorded)."""
+    app_delay: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """Application-perceived delay of sampled TCP segments (`app_delay_every`): flow, seq, sent_ns,
+    delivered_ns (null: not delivered by the end), delay_ms."""
 
     def summary(self) -> dict[str, Any]:
         """One JSON-able object: the scenario, seed, and per flow goodput, losses, retransmissions, OWD."""
@@ -108,7 +111,7 @@ class Results:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         out = {}
-        for name in ("flows", "series", "packets", "links", "link_series", "drops", "hops"):
+        for name in ("flows", "series", "packets", "links", "link_series", "drops", "hops", "app_delay"):
             p = d / f"{name}.parquet"
             getattr(self, name).write_parquet(p)
             out[name] = p
@@ -262,9 +265,16 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
         pl.Series("from_name", [name(i) for i in raw["hops"]["from_node"]], dtype=pl.Utf8),
         pl.Series("to_name", [name(i) for i in raw["hops"]["to_node"]], dtype=pl.Utf8),
     )
+    app_delay = pl.DataFrame(
+        raw["app_delay"],
+        schema={"flow": pl.UInt32, "seq": pl.UInt64, "sent_ns": pl.UInt64, "delivered_ns": pl.UInt64},
+    )
+    app_delay = app_delay.with_columns(
+        ((pl.col("delivered_ns").cast(pl.Float64) - pl.col("sent_ns").cast(pl.Float64)) / 1e6).alias("delay_ms")
+    )
     return Results(
         scenario, flows, series, packets, links, link_series,
         pl.DataFrame(raw["drops"], schema_overrides={"from_node": pl.UInt32, "to_node": pl.UInt32}),
         hops, raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta, raw.get("satguard"),
-        raw.get("linkguardian"), raw.get("capture"), raw.get("capture_missed", 0),
+        raw.get("linkguardian"), raw.get("capture"), raw.get("capture_missed", 0), app_delay,
     )  # fmt: skip

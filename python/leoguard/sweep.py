@@ -1,8 +1,9 @@
 """Sweeps: many independent runs (schemes x pairs x seeds x ...) into one result store.
 
-Runs go to a local process pool; each finished run is stored as soon as it comes back (the parent is
-the store's only writer), so an interrupted sweep keeps every run that finished, and running the same
-sweep again skips them (`ResultStore.has`).
+Runs go to a local process pool (`executor="local"`) or to a Ray cluster (`executor="ray"`: the
+optional `ray` extra; a local Ray instance when no address is given). Either way each finished run is
+stored as soon as it comes back (this process is the store's only writer), so an interrupted sweep
+keeps every run that finished, and running the same sweep again skips them (`ResultStore.has`).
 """
 
 from __future__ import annotations
@@ -43,8 +44,56 @@ class SweepReport:
     failed: dict[str, str] = field(default_factory=dict)
 
 
+EXECUTORS = ("local", "ray")
+
+
 def _simulate(spec: dict[str, Any]) -> Results:
     return simulate(Scenario.model_validate(spec))
+
+
+def _run_ray(
+    todo: list[SweepRun],
+    finish: Callable[[SweepRun, Results], None],
+    report: SweepReport,
+    workers: int,
+    address: str | None,
+) -> None:
+    try:
+        import ray
+    except ImportError as e:
+        raise LeoguardError(
+            "executor 'ray' needs Ray: install leoguard's optional extra (pip install 'leoguard[ray]')"
+        ) from e
+    started = not ray.is_initialized()
+    if started:
+        try:
+            if address is None:
+                ray.init(num_cpus=workers, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+            else:
+                ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+        except Exception as e:  # Ray raises ConnectionError, RuntimeError, ValueError ...
+            raise LeoguardError(f"cannot start or reach the Ray cluster {address or '(local)'}: {e}") from e
+    task = ray.remote(num_cpus=1, max_retries=0)(_simulate)
+    pending = {task.remote(r.scenario.model_dump()): r for r in todo}
+    try:
+        while pending:
+            finished, _ = ray.wait(list(pending), num_returns=1)
+            for ref in finished:
+                r = pending.pop(ref)
+                try:
+                    res = ray.get(ref)
+                except Exception as e:  # the task's error (RayTaskError wraps it) is this run's failure
+                    cause = getattr(e, "cause", None) or e
+                    report.failed[r.key] = f"{type(cause).__name__}: {cause}"
+                    continue
+                finish(r, res)
+    except KeyboardInterrupt:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        raise
+    finally:
+        if started:
+            ray.shutdown()
 
 
 def run_sweep(
@@ -53,11 +102,19 @@ def run_sweep(
     *,
     workers: int = 1,
     progress: Callable[[int, int, str], None] | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> SweepReport:
-    """Runs what the store lacks, `workers` at a time (1: in this process), storing each as it ends.
-    `progress(done, total, key)` is called after each run. A run that fails is reported, not fatal."""
+    """Runs what the store lacks, storing each run as it ends. `executor="local"`: `workers` at a time
+    in a process pool (1: in this process); `executor="ray"`: as Ray tasks on the cluster at
+    `ray_address` (None: a local Ray instance with `workers` CPUs). `progress(done, total, key)` is
+    called after each run. A run that fails is reported, not fatal."""
     if workers < 1:
         raise LeoguardError(f"invalid workers = {workers}: must be >= 1")
+    if executor not in EXECUTORS:
+        raise LeoguardError(f"unknown executor {executor!r} (known: {', '.join(EXECUTORS)})")
+    if ray_address is not None and executor != "ray":
+        raise LeoguardError("a Ray address needs executor = 'ray'")
     report = SweepReport()
     todo: list[SweepRun] = []
     for r in runs:
@@ -75,6 +132,9 @@ def run_sweep(
         if progress:
             progress(done, total, r.key)
 
+    if executor == "ray":
+        _run_ray(todo, finish, report, workers, ray_address)
+        return report
     if workers == 1:
         for r in todo:
             try:

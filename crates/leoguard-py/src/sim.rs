@@ -223,6 +223,7 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
         constellation,
         routes,
         link_sample_every: secs("link_sample_every_s", get(d, "link_sample_every_s")?.unwrap_or(0.1))?,
+        app_delay_every: get(d, "app_delay_every")?.unwrap_or(0),
         nodes: need(d, "nodes")?,
         links,
         flows,
@@ -444,6 +445,13 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
         .set_item("retransmission", PyArray1::from_vec(py, pr.iter().map(|x| x.retransmission).collect::<Vec<_>>()))?;
     packets.set_item("hops", PyArray1::from_vec(py, pr.iter().map(|x| x.hops).collect::<Vec<_>>()))?;
     out.set_item("packets", packets)?;
+    let app = PyDict::new(py);
+    let ar = &r.app_delay;
+    app.set_item("flow", PyArray1::from_vec(py, ar.iter().map(|x| x.flow).collect::<Vec<_>>()))?;
+    app.set_item("seq", PyArray1::from_vec(py, ar.iter().map(|x| x.seq).collect::<Vec<_>>()))?;
+    app.set_item("sent_ns", PyArray1::from_vec(py, ar.iter().map(|x| x.sent_ns).collect::<Vec<_>>()))?;
+    app.set_item("delivered_ns", ar.iter().map(|x| x.delivered_ns).collect::<Vec<_>>())?;
+    out.set_item("app_delay", app)?;
     let links = PyDict::new(py);
     let lr = &r.links;
     links.set_item("from_node", lr.iter().map(|x| x.from).collect::<Vec<_>>())?;

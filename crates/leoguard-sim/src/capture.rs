@@ -698,6 +698,7 @@ mod tests {
             leo: None,
             constellation: None,
             link_sample_every: Duration::ZERO,
+            app_delay_every: 0,
             satguard: Some(crate::schemes::satguard::SatguardOptions::default()),
             linkguardian: None,
             capture: Some(CaptureSpec { nodes: vec![1], max_packets, snaplen: MAX_SNAPLEN }),

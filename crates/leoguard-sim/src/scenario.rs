@@ -115,6 +115,9 @@ pub struct Scenario {
     pub constellation: Option<ConstellationTopo>,
     /// Sampling interval of the per-link series (zero: none).
     pub link_sample_every: Duration,
+    /// TCP flows record the application-perceived delay of every `app_delay_every`-th segment
+    /// (`RunResult.app_delay`; 0: none).
+    pub app_delay_every: u64,
     /// SATGUARD on every node.
     pub satguard: Option<crate::schemes::satguard::SatguardOptions>,
     /// LinkGuardian on every node (the SATGUARD paper's "LinkGuard" baseline).
@@ -213,6 +216,20 @@ pub struct PacketRow {
     pub hops: u16,
 }
 
+/// The application-perceived delay of one TCP segment: from its first transmission to its in-order
+/// delivery to the receiving application (retransmissions and head-of-line blocking included).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AppDelayRow {
+    /// Flow index.
+    pub flow: u32,
+    /// First byte.
+    pub seq: u64,
+    /// First sent, ns.
+    pub sent_ns: u64,
+    /// Delivered in order, ns (`None`: not by the end of the run).
+    pub delivered_ns: Option<u64>,
+}
+
 /// One sample of a directed link's activity (links without traffic, queue or drops are left out).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LinkSeriesRow {
@@ -275,6 +292,8 @@ pub struct RunResult {
     pub series: Vec<SeriesRow>,
     /// Every data packet received.
     pub packets: Vec<PacketRow>,
+    /// Application-perceived delay of sampled TCP segments (`Scenario::app_delay_every`).
+    pub app_delay: Vec<AppDelayRow>,
     /// Per directed link.
     pub links: Vec<LinkRow>,
     /// Every drop.
@@ -543,6 +562,7 @@ impl Running {
                     let mut src = TcpSource::new(flow, NodeId(f.dst), TcpSender::new(cfg, c, *bytes), s.sample_every);
                     src.start_at = f.start;
                     src.tc = f.tc;
+                    src.delay_every = s.app_delay_every;
                     if let (Some(c), Some(info)) = (&s.constellation, &topo_info) {
                         let ends = [c.ground_of(f.src), c.ground_of(f.dst)];
                         let mut rng = leoguard_core::stream(s.seed, &format!("satcp-reports/{i}"));
@@ -550,6 +570,7 @@ impl Running {
                     }
                     let mut sink = TcpSink::new(flow, NodeId(f.src), TcpReceiver::new(cfg), true);
                     sink.tc = f.tc;
+                    sink.track_delivery = s.app_delay_every > 0;
                     (Box::new(src), Box::new(sink))
                 }
                 FlowKind::Cbr { rate, size } => {
@@ -692,6 +713,14 @@ fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], end: Instant) -
                         srtt_ns: x.srtt.as_nanos(),
                         acked: x.acked,
                         retransmissions: x.retransmissions,
+                    });
+                }
+                for (seq, sent, delivered) in crate::tcp_agent::app_delays(&src.first_sent, &dst.deliveries) {
+                    r.app_delay.push(AppDelayRow {
+                        flow: i as u32,
+                        seq,
+                        sent_ns: sent.as_nanos(),
+                        delivered_ns: delivered.map(|t| t.as_nanos()),
                     });
                 }
                 for p in &dst.records {

@@ -59,6 +59,13 @@ pub struct TcpSource {
     pub start_at: Instant,
     /// When the link layer reports an upcoming handover to the sender (SaTCP), in time order.
     pub handover_reports: Vec<Instant>,
+    /// Record the first transmission of every `delay_every`-th new segment (0: none), for the
+    /// application-perceived delay (send to in-order delivery, retransmissions and head-of-line
+    /// blocking included).
+    pub delay_every: u64,
+    /// (first byte, length, first sent) of the recorded segments.
+    pub first_sent: Vec<(u64, u32, Instant)>,
+    originals: u64,
     timer_gen: u64,
     armed: Option<Instant>,
 }
@@ -77,6 +84,9 @@ impl TcpSource {
             completed_at: None,
             start_at: Instant::ZERO,
             handover_reports: Vec::new(),
+            delay_every: 0,
+            first_sent: Vec::new(),
+            originals: 0,
             timer_gen: 0,
             armed: None,
         }
@@ -86,6 +96,12 @@ impl TcpSource {
         let now = ctx.now();
         while let Some(seg) = self.tcp.poll_transmit(now) {
             let flags = FLAG_DATA | if seg.retransmission { FLAG_RETX } else { 0 };
+            if !seg.retransmission && self.delay_every > 0 {
+                if self.originals % self.delay_every == 0 {
+                    self.first_sent.push((seg.seq, seg.len, now));
+                }
+                self.originals += 1;
+            }
             ctx.send(Packet {
                 flow: self.flow,
                 seq: seg.seq,
@@ -207,6 +223,10 @@ pub struct TcpSink {
     pub record: bool,
     /// IPv6 Traffic Class of its ACKs.
     pub tc: u8,
+    /// Whether to record in-order delivery progress in `deliveries`.
+    pub track_delivery: bool,
+    /// (bytes delivered in order, when) each time in-order delivery advanced (if `track_delivery`).
+    pub deliveries: Vec<(u64, Instant)>,
     timer_gen: u64,
     armed: Option<Instant>,
 }
@@ -214,7 +234,18 @@ pub struct TcpSink {
 impl TcpSink {
     /// A receiver of flow `flow` whose ACKs go to `peer`.
     pub fn new(flow: u32, peer: NodeId, tcp: TcpReceiver, record: bool) -> Self {
-        TcpSink { flow, peer, tcp, records: Vec::new(), record, tc: 0, timer_gen: 0, armed: None }
+        TcpSink {
+            flow,
+            peer,
+            tcp,
+            records: Vec::new(),
+            record,
+            tc: 0,
+            track_delivery: false,
+            deliveries: Vec::new(),
+            timer_gen: 0,
+            armed: None,
+        }
     }
 
     fn send_ack(&self, a: &Ack, ctx: &mut Ctx) {
@@ -267,7 +298,11 @@ impl Agent for TcpSink {
             });
         }
         let len = p.size.saturating_sub(52);
+        let before = self.tcp.delivered;
         let (_, ack) = self.tcp.on_segment(ctx.now(), p.seq, len);
+        if self.track_delivery && self.tcp.delivered > before {
+            self.deliveries.push((self.tcp.delivered, ctx.now()));
+        }
         if let Some(a) = ack {
             self.send_ack(&a, ctx);
         }
@@ -284,6 +319,23 @@ impl Agent for TcpSink {
         }
         self.arm(ctx);
     }
+}
+
+/// The application-perceived delay of the recorded segments of a flow: (first byte, first sent,
+/// delivered in order to the application or `None` if it never was), from the sender's
+/// `first_sent` and the receiver's `deliveries` (both in increasing order).
+pub fn app_delays(
+    first_sent: &[(u64, u32, Instant)],
+    deliveries: &[(u64, Instant)],
+) -> Vec<(u64, Instant, Option<Instant>)> {
+    first_sent
+        .iter()
+        .map(|&(seq, len, sent)| {
+            let end = seq + u64::from(len);
+            let i = deliveries.partition_point(|&(d, _)| d < end);
+            (seq, sent, deliveries.get(i).map(|x| x.1))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! TCP as Linux behaves, sans-IO: a bulk or fixed-size sender with SACK-based loss recovery, RFC 6298
-//! retransmission timeouts (Linux's 200 ms minimum), pacing when the controller asks for it, and
+//! retransmission timeouts (as Linux: at least srtt + 200 ms), pacing when the controller asks for it, and
 //! delivery-rate samples for BBR; and a receiver with delayed ACKs, SACK blocks and in-order,
 //! exactly-once delivery. Sequence numbers are 64-bit byte offsets (no wrap inside a simulation).
 //!
@@ -26,7 +26,7 @@ pub struct TcpConfig {
     pub header_bytes: u32,
     /// Initial window, segments (Linux: 10).
     pub init_cwnd_segments: u64,
-    /// Lower bound of the RTO (Linux: 200 ms).
+    /// Lower bound of the RTO's variance term (Linux's `rto_min`, 200 ms): RTO >= srtt + min_rto.
     pub min_rto: Duration,
     /// Upper bound of the RTO (Linux: 120 s).
     pub max_rto: Duration,

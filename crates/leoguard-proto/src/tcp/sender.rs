@@ -425,7 +425,10 @@ impl TcpSender {
 
     fn rtt_sample(&mut self, r: Duration) {
         self.min_rtt = self.min_rtt.min(r);
-        // RFC 6298 (2.2)/(2.3) with alpha = 1/8, beta = 1/4, G = 1 ms, then Linux's 200 ms floor.
+        // RFC 6298 (2.2)/(2.3) with alpha = 1/8, beta = 1/4, as Linux computes it (`tcp_rtt_estimator`,
+        // `tcp_set_rto`): the 200 ms minimum bounds the variance term, not the sum, so the RTO is at
+        // least srtt + 200 ms. (Bounding the sum fires spurious timeouts on long stable paths whose
+        // RTT is near 200 ms, a whole window marked lost and resent at once.)
         let (srtt, rttvar) = match self.srtt {
             None => (r, Duration(r.0 / 2)),
             Some(s) => {
@@ -435,8 +438,8 @@ impl TcpSender {
         };
         self.srtt = Some(srtt);
         self.rttvar = rttvar;
-        let rto = srtt.0 + (4 * rttvar.0).max(1_000_000);
-        self.rto = Duration(rto.clamp(self.cfg.min_rto.0, self.cfg.max_rto.0));
+        let rto = srtt.0 + (4 * rttvar.0).max(self.cfg.min_rto.0);
+        self.rto = Duration(rto.min(self.cfg.max_rto.0));
     }
 
     fn detect_losses(&mut self, now: Instant, newest_delivered_sent_at: Instant) {

@@ -237,7 +237,7 @@ fn writes_to_an_idle_connection_resume_sending_and_finish_exactly() {
     let mut tx = TcpSender::new(cfg, Box::new(Aimd { cwnd: 10 * 1448, mss: 1448 }), Some(3000));
     let mut rx = TcpReceiver::new(cfg);
     let mut now = Instant::ZERO;
-    let mut pump = |tx: &mut TcpSender, rx: &mut TcpReceiver, now: &mut Instant| {
+    let pump = |tx: &mut TcpSender, rx: &mut TcpReceiver, now: &mut Instant| {
         for _ in 0..100 {
             let mut segs = Vec::new();
             while let Some(seg) = tx.poll_transmit(*now) {
@@ -246,7 +246,7 @@ fn writes_to_an_idle_connection_resume_sending_and_finish_exactly() {
             if segs.is_empty() && tx.is_done() {
                 break;
             }
-            *now = *now + Duration::from_millis(10);
+            *now += Duration::from_millis(10);
             let mut last = None;
             for seg in segs {
                 last = rx.on_segment(*now, seg.seq, seg.len).1.or(last);
@@ -271,4 +271,14 @@ fn writes_to_an_idle_connection_resume_sending_and_finish_exactly() {
     assert_eq!(rx.delivered, 8000);
     assert_eq!(tx.snd_nxt(), 8000);
     assert_eq!(tx.stats.retransmissions, 0);
+}
+
+#[test]
+fn the_rto_is_at_least_srtt_plus_the_minimum_as_in_linux() {
+    // A stable 180 ms path: RFC 6298's variance term vanishes, Linux keeps 200 ms of it.
+    let o = transfer(3_000_000, Bps::mbps(100), Duration::from_millis(90), &[], None);
+    let srtt = o.tx.srtt().unwrap();
+    assert!(srtt >= Duration::from_millis(180), "srtt {srtt:?}");
+    assert!(o.tx.rto() >= srtt + Duration::from_millis(200), "rto {:?} srtt {srtt:?}", o.tx.rto());
+    assert!(o.tx.rto() < srtt + Duration::from_millis(300), "rto {:?} srtt {srtt:?}", o.tx.rto());
 }

@@ -21,6 +21,7 @@ fn two_node(loss: LossSpec, flow: FlowKind) -> Scenario {
         routes: vec![],
         constellation: None,
         link_sample_every: Duration::from_millis(100),
+        app_delay_every: 0,
         satguard: None,
         linkguardian: None,
         capture: None,

@@ -193,3 +193,20 @@ fn an_agent_bound_to_two_flows_gets_the_packets_of_both() {
     let c = sim.agent_by_id(id).unwrap().as_any().downcast_ref::<Count>().unwrap();
     assert_eq!(c.0, vec![3, 7]);
 }
+
+#[test]
+fn app_delay_counts_from_first_send_to_in_order_delivery() {
+    use crate::tcp_agent::app_delays;
+    let t = |ms: u64| Instant(ms * 1_000_000);
+    // Segments [0,1000) sent at 0 ms and [1000,2000) at 1 ms; the first is lost and delivered with
+    // the retransmission at 250 ms, which also releases the second (head-of-line blocking);
+    // [2000,3000) is never delivered.
+    let sent = [(0, 1000, t(0)), (1000, 1000, t(1)), (2000, 1000, t(2))];
+    let deliveries = [(2000, t(250))];
+    let d = app_delays(&sent, &deliveries);
+    assert_eq!(d, vec![(0, t(0), Some(t(250))), (1000, t(1), Some(t(250))), (2000, t(2), None)]);
+    // In-order delivery in two steps.
+    let d = app_delays(&sent[..2], &[(1000, t(20)), (2000, t(21))]);
+    assert_eq!(d[0].2, Some(t(20)));
+    assert_eq!(d[1].2, Some(t(21)));
+}

@@ -67,6 +67,7 @@ fn nyc_lon(satguard: Option<SatguardOptions>, loss: f64) -> Scenario {
         leo: None,
         constellation: Some(topo),
         link_sample_every: Duration::ZERO,
+        app_delay_every: 0,
         satguard,
         linkguardian: None,
         capture: None,
