@@ -59,6 +59,9 @@ pub struct TcpSource {
     pub start_at: Instant,
     /// When the link layer reports an upcoming handover to the sender (SaTCP), in time order.
     pub handover_reports: Vec<Instant>,
+    /// While true the sender neither sends nor arms its protocol timer (its connection is being
+    /// rebuilt: a split-TCP proxy it sends to is migrating).
+    pub paused: bool,
     timer_gen: u64,
     armed: Option<Instant>,
 }
@@ -77,12 +80,17 @@ impl TcpSource {
             completed_at: None,
             start_at: Instant::ZERO,
             handover_reports: Vec::new(),
+            paused: false,
             timer_gen: 0,
             armed: None,
         }
     }
 
-    fn pump(&mut self, ctx: &mut Ctx) {
+    /// Sends what the connection allows now and (re-)arms its timer (nothing while paused).
+    pub fn pump(&mut self, ctx: &mut Ctx) {
+        if self.paused {
+            return;
+        }
         let now = ctx.now();
         while let Some(seg) = self.tcp.poll_transmit(now) {
             let flags = FLAG_DATA | if seg.retransmission { FLAG_RETX } else { 0 };
