@@ -1,7 +1,8 @@
 """M-PEP split-TCP proxies from TOML (`[mpep]`, docs/mpep.md)."""
 
-import pytest
 import tomllib
+
+import pytest
 
 from leoguard.errors import LeoguardError
 from leoguard.scenario import from_dict
@@ -32,7 +33,7 @@ start_s = 11.0
 """
 
 
-def load_scenario_text(text: str):  # noqa: ANN201
+def load_scenario_text(text: str):
     return from_dict(tomllib.loads(text))
 
 

@@ -187,7 +187,7 @@ mod tests {
             while let Some(s) = p.poll_transmit(now) {
                 sent.push(s);
             }
-            now = now + Duration::from_millis(20);
+            now += Duration::from_millis(20);
             for s in sent {
                 acked = s.seq + u64::from(s.len);
                 p.on_ack(now, &Ack { cum: acked, rwnd: 1 << 20, ..Default::default() });
