@@ -278,3 +278,83 @@ fn nyc_lon_flows_survive_several_migrations_with_every_byte_once_in_order() {
     let covered = seqs.windows(2).take_while(|w| w[1] - w[0] <= MSS).count();
     assert!(seqs[covered] + MSS >= delivered, "a hole below the delivered point");
 }
+
+#[test]
+fn chains_follow_the_documented_layout() {
+    use crate::constellation::HostSpec;
+    use leoguard_orbit::GroundNode;
+    let mut topo = nyc_lon(2, leoguard_orbit::Policy::Nearest, None).constellation.unwrap();
+    // Grounds: 0 New York (terminal), 1 London (gateway), 2 Paris (terminal); hosts: 3 server-lon
+    // behind London, 4 a laptop behind the New York dish.
+    topo.grounds.push(GroundNode::new("Paris", 48.86, 2.35, 0.0, Role::Terminal).unwrap());
+    topo.hosts.push(HostSpec { name: "laptop".into(), ground: 0, rate: Bps::mbps(1000), delay: Duration::ZERO });
+    let mut sim = Sim::new(topo.node_count(), 1);
+    let info = topo.install_with(&mut sim, &[0, 1, 2, 3, 4], &[0, 1, 2]).unwrap();
+    let sat = |g: usize| info.first_serving[g].unwrap();
+    let all = MpepOptions::default();
+    let roles =
+        |o: &MpepOptions, s: u32, d: u32| -> Vec<(HopRole, NodeId)> { chain_hops(&topo, &info, o, s, d).unwrap() };
+    use HopRole::*;
+    // server-lon -> New York: London GS proxy, London's and New York's ingress satellites.
+    assert_eq!(
+        roles(&all, 3, 0),
+        vec![
+            (Source, NodeId(3)),
+            (GroundProxy, NodeId(1)),
+            (SatelliteProxy { ground: 1 }, sat(1)),
+            (SatelliteProxy { ground: 0 }, sat(0)),
+            (Receiver, NodeId(0)),
+        ]
+    );
+    // Terminals' ingress satellites only.
+    let terminals = MpepOptions { gateway_satellites: false, ..all };
+    assert_eq!(
+        roles(&terminals, 3, 0),
+        vec![
+            (Source, NodeId(3)),
+            (GroundProxy, NodeId(1)),
+            (SatelliteProxy { ground: 0 }, sat(0)),
+            (Receiver, NodeId(0))
+        ]
+    );
+    // Paris dish -> laptop behind the New York dish: both ingress satellites, then the New York dish.
+    assert_eq!(
+        roles(&all, 2, 4),
+        vec![
+            (Source, NodeId(2)),
+            (SatelliteProxy { ground: 2 }, sat(2)),
+            (SatelliteProxy { ground: 0 }, sat(0)),
+            (GroundProxy, NodeId(0)),
+            (Receiver, NodeId(4)),
+        ]
+    );
+    // The laptop to its own dish never enters the satellite network: not split.
+    assert_eq!(roles(&all, 4, 0), vec![(Source, NodeId(4)), (Receiver, NodeId(0))]);
+}
+
+#[test]
+fn scenarios_refuse_mpep_with_another_scheme_bad_options_or_no_constellation() {
+    let mut s = nyc_lon(2, leoguard_orbit::Policy::Nearest, Some(MpepOptions::default()));
+    s.linkguardian = Some(Default::default());
+    let e = s.validate().unwrap_err().to_string();
+    assert!(e.contains("invalid mpep") && e.contains("not with them"), "{e}");
+    s.linkguardian = None;
+    s.mpep = Some(MpepOptions { buffer_bytes: Some(100), ..Default::default() });
+    assert!(s.validate().unwrap_err().to_string().contains("mpep.buffer_bytes"));
+    let mut s = nyc_lon(2, leoguard_orbit::Policy::Nearest, Some(MpepOptions::default()));
+    s.constellation = None;
+    s.nodes = 2;
+    s.links = vec![crate::scenario::LinkSpec {
+        a: 0,
+        b: 1,
+        rate: Bps::mbps(10),
+        delay: Duration::from_millis(1),
+        queue: QueueLimit::Packets(10),
+        loss_ab: crate::loss::LossSpec::None,
+        loss_ba: crate::loss::LossSpec::None,
+    }];
+    s.flows.truncate(1);
+    s.flows[0].src = 1;
+    let e = s.validate().unwrap_err().to_string();
+    assert!(e.contains("mpep needs a constellation"), "{e}");
+}
