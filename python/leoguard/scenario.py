@@ -278,6 +278,19 @@ class LinkGuardian(_Model):
     fixed_timeout_ms: float | None = Field(default=None, gt=0)
 
 
+class Mpep(_Model):
+    """M-PEP (the SATGUARD paper's split-TCP baseline, see docs/mpep.md): every TCP flow is split at
+    proxies on the ground nodes its hosts hang off and on the ingress satellites of its ground nodes;
+    on a handover the satellite proxy's state migrates over the ISLs and both of its connections
+    restart in slow start. Constellation topologies only. `buffer_bytes`: each proxy's buffer (default:
+    the ground-link rate x 100 ms); `state_overhead_bytes`: connection state shipped per migration
+    besides the buffered data; `gateway_satellites`: also proxy on ground stations' ingress satellites."""
+
+    buffer_bytes: int | None = Field(default=None, ge=2896, le=1 << 32)
+    state_overhead_bytes: int = Field(default=4096, ge=0, le=1 << 32)
+    gateway_satellites: bool = True
+
+
 class Capture(_Model):
     """A packet capture: every packet put on a link leaving one of `nodes` or arriving at one of them
     over a link, as IPv6 packets in a pcap file (`Results.capture`, `capture.pcap`) that tshark and
@@ -321,12 +334,17 @@ class Scenario(_Model):
     routes: list[RouteChange] = []
     satguard: Satguard | None = None
     linkguardian: LinkGuardian | None = None
+    mpep: Mpep | None = None
     capture: Capture | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> Scenario:
         if self.satguard is not None and self.linkguardian is not None:
             raise ValueError("give [satguard] or [linkguardian], not both: each is a whole per-hop scheme")
+        if self.mpep is not None and (self.satguard is not None or self.linkguardian is not None):
+            raise ValueError("give [mpep] alone: it runs instead of [satguard] and [linkguardian]")
+        if self.mpep is not None and not isinstance(self.topology, ConstellationTopology):
+            raise ValueError('[mpep] needs a constellation topology ([topology] kind = "constellation")')
         if self.topology is not None and self.links:
             raise ValueError("give either [topology] or [[links]], not both")
         if self.topology is None and not self.links:
@@ -488,6 +506,7 @@ class Scenario(_Model):
             "routes": [],
             "satguard": self.satguard.model_dump() if self.satguard is not None else None,
             "linkguardian": self.linkguardian.model_dump() if self.linkguardian is not None else None,
+            "mpep": self.mpep.model_dump(exclude_none=True) if self.mpep is not None else None,
         }
 
     def _leo_core(self, loss: Any) -> dict[str, Any]:

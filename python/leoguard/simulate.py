@@ -45,6 +45,9 @@ class Results:
     app_delay: pl.DataFrame = field(default_factory=pl.DataFrame)
     """Application-perceived delay of sampled TCP segments (`app_delay_every`): flow, seq, sent_ns,
     delivered_ns (null: not delivered by the end), delay_ms."""
+    mpep: dict[str, Any] | None = None
+    """M-PEP's counters (`[mpep]`; see docs/mpep.md) plus per-migration lists `migration_t_ns`,
+    `migration_delays_ns` and `migration_state_bytes`, or None without it."""
 
     def summary(self) -> dict[str, Any]:
         """One JSON-able object: the scenario, seed, and per flow goodput, losses, retransmissions, OWD."""
@@ -83,6 +86,7 @@ class Results:
             "loss_models": self.loss_models(),
             **({"satguard": self.satguard} if self.satguard is not None else {}),
             **({"linkguardian": self.linkguardian} if self.linkguardian is not None else {}),
+            **({"mpep": self.mpep} if self.mpep is not None else {}),
         }
 
     def loss_models(self) -> list[dict[str, Any]]:
@@ -122,6 +126,7 @@ class Results:
             "simulated_s": self.simulated_s,
             "satguard": self.satguard,
             "linkguardian": self.linkguardian,
+            **({"mpep": self.mpep} if self.mpep is not None else {}),
             **({"capture_missed": self.capture_missed} if self.capture is not None else {}),
             **self.meta,
         }
@@ -277,4 +282,5 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
         pl.DataFrame(raw["drops"], schema_overrides={"from_node": pl.UInt32, "to_node": pl.UInt32}),
         hops, raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta, raw.get("satguard"),
         raw.get("linkguardian"), raw.get("capture"), raw.get("capture_missed", 0), app_delay,
+        mpep=raw.get("mpep"),
     )  # fmt: skip

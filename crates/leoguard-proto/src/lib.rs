@@ -3,5 +3,6 @@
 
 pub mod cc;
 pub mod linkguardian;
+pub mod pep;
 pub mod satguard;
 pub mod tcp;

@@ -202,6 +202,23 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
             Some(o)
         }
     };
+    let mpep = match get::<Bound<'_, PyDict>>(d, "mpep")? {
+        None => None,
+        Some(g) => {
+            let mut o = leoguard_sim::schemes::mpep::MpepOptions::default();
+            if let Some(b) = get(&g, "buffer_bytes")? {
+                o.buffer_bytes = Some(b);
+            }
+            if let Some(b) = get(&g, "state_overhead_bytes")? {
+                o.state_overhead_bytes = b;
+            }
+            if let Some(v) = get(&g, "gateway_satellites")? {
+                o.gateway_satellites = v;
+            }
+            o.validate().map_err(|e| LeoguardError::new_err(e.to_string()))?;
+            Some(o)
+        }
+    };
     let capture = match get::<Bound<'_, PyDict>>(d, "capture")? {
         None => None,
         Some(c) => {
@@ -218,6 +235,7 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
     Ok(Scenario {
         satguard,
         linkguardian,
+        mpep,
         capture,
         leo,
         constellation,
@@ -493,6 +511,14 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     }
     if let Some(st) = &r.linkguardian {
         out.set_item("linkguardian", counters_dict(py, st.fields())?)?;
+    }
+    if let Some(st) = &r.mpep {
+        let m = counters_dict(py, st.fields())?;
+        let delays: Vec<u64> = r.mpep_migrations.iter().map(|x| x.delay.as_nanos()).collect();
+        m.set_item("migration_delays_ns", delays)?;
+        m.set_item("migration_state_bytes", r.mpep_migrations.iter().map(|x| x.state_bytes).collect::<Vec<_>>())?;
+        m.set_item("migration_t_ns", r.mpep_migrations.iter().map(|x| x.t.as_nanos()).collect::<Vec<_>>())?;
+        out.set_item("mpep", m)?;
     }
     let hops = PyDict::new(py);
     let hr = &r.hops;

@@ -701,6 +701,7 @@ mod tests {
             app_delay_every: 0,
             satguard: Some(crate::schemes::satguard::SatguardOptions::default()),
             linkguardian: None,
+            mpep: None,
             capture: Some(CaptureSpec { nodes: vec![1], max_packets, snaplen: MAX_SNAPLEN }),
         }
     }

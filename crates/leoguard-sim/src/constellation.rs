@@ -90,6 +90,8 @@ pub struct TopoInfo {
     pub delay_hint: Vec<Duration>,
     /// One-way delay of the longest ground link (slant range at the minimum elevation).
     pub max_gsl_delay: Duration,
+    /// Per ground node: the satellite serving it at t = 0, if any.
+    pub first_serving: Vec<Option<NodeId>>,
 }
 
 impl TopoInfo {
@@ -222,6 +224,13 @@ impl ConstellationTopo {
     /// installs the routing driver for the flow ends `endpoints` (node ids). Returns what in-network
     /// schemes need to know (the connectivity cache as links, link roles, beam timeouts).
     pub fn install(&self, sim: &mut Sim, endpoints: &[u32]) -> Result<TopoInfo, TopoError> {
+        self.install_with(sim, endpoints, &[])
+    }
+
+    /// [`ConstellationTopo::install`], with next hops also towards every satellite that serves one
+    /// of the ground nodes `serving_of` during the run (in-network proxies on ingress satellites are
+    /// addressed there: M-PEP).
+    pub fn install_with(&self, sim: &mut Sim, endpoints: &[u32], serving_of: &[u32]) -> Result<TopoInfo, TopoError> {
         self.validate()?;
         let c = &self.constellation;
         let (g_count, h_count) = (self.grounds.len(), self.hosts.len());
@@ -293,6 +302,10 @@ impl ConstellationTopo {
             host_links.push((up, down));
         }
         let mut dests: Vec<u32> = endpoints.to_vec();
+        for &g in serving_of {
+            let slots = per_ground.get(g as usize).map_or(&[][..], Vec::as_slice);
+            dests.extend(slots.iter().map(|s| self.sat_node(s.sat).0));
+        }
         dests.sort_unstable();
         dests.dedup();
         let info = self.topo_info(sim, &per_ground, &handovers, &gsl, &isl_links, &host_links)?;
@@ -338,6 +351,10 @@ impl ConstellationTopo {
         let first_sat = self.sat_node(0).0;
         let n_links = sim.net.links.len();
         let mut info = TopoInfo {
+            first_serving: per_ground
+                .iter()
+                .map(|v| v.iter().find(|s| s.start_s <= 0.0 && 0.0 < s.end_s).map(|s| self.sat_node(s.sat)))
+                .collect(),
             handover_count: handovers.len(),
             grounds: g_count,
             first_sat,
@@ -520,6 +537,11 @@ impl ConstellationDriver {
         let mut col = std::mem::take(&mut self.column);
         col.clear();
         col.resize(n_nodes, None);
+        if dst >= self.base {
+            self.routes_to_satellite(dst - self.base, &mut col);
+            self.emit(dst, col, out, slot);
+            return;
+        }
         // The ground node the destination is behind.
         let (dg, host) =
             if dst < g_count { (dst, None) } else { (self.host_ground[(dst - g_count) as usize], Some(dst)) };
@@ -550,6 +572,29 @@ impl ConstellationDriver {
                 col[dg as usize] = Some(down);
             }
         }
+        self.emit(dst, col, out, slot);
+    }
+
+    /// Next hops towards satellite `sat` (a proxy on it): ISLs by shortest delay, ground nodes up
+    /// to their serving satellite, hosts to their ground node.
+    fn routes_to_satellite(&mut self, sat: u32, col: &mut [Option<LinkId>]) {
+        let g_count = self.grounds.len() as u32;
+        self.dj.run(&self.graph, &[(sat, 0.0)]);
+        for v in 0..self.c.len() as u32 {
+            if v != sat && self.dj.pred[v as usize] != NONE {
+                col[(self.base + v) as usize] = self.isl_link(v, self.dj.pred[v as usize]);
+            }
+        }
+        for g in 0..g_count {
+            col[g as usize] = self.serving[g as usize].and_then(|s| self.gsl.get(&(g, s))).map(|l| l.0);
+        }
+        for (i, &(up, _)) in self.host_links.iter().enumerate() {
+            col[(g_count + i as u32) as usize] = Some(up);
+        }
+    }
+
+    /// Emits the route changes of column `col` towards `dst` (slot `slot` of `dests`).
+    fn emit(&mut self, dst: u32, col: Vec<Option<LinkId>>, out: &mut Vec<Control>, slot: usize) {
         let last = &mut self.last[slot];
         for (node, (&now, was)) in col.iter().zip(last.iter_mut()).enumerate() {
             if now != *was {

@@ -122,6 +122,8 @@ pub struct Scenario {
     pub satguard: Option<crate::schemes::satguard::SatguardOptions>,
     /// LinkGuardian on every node (the SATGUARD paper's "LinkGuard" baseline).
     pub linkguardian: Option<crate::schemes::linkguardian::LinkGuardianOptions>,
+    /// M-PEP split-TCP proxies on TCP flows (the SATGUARD paper's "M-PEP" baseline; constellations only).
+    pub mpep: Option<crate::schemes::mpep::MpepOptions>,
     /// A packet capture at some nodes (the result's `capture` is then a pcap file).
     pub capture: Option<crate::capture::CaptureSpec>,
 }
@@ -316,6 +318,10 @@ pub struct RunResult {
     pub capture: Option<Vec<u8>>,
     /// Packets the capture saw but did not record (past `max_packets`).
     pub capture_missed: u64,
+    /// M-PEP's counters summed over all split flows (when it runs).
+    pub mpep: Option<crate::schemes::mpep::MpepStats>,
+    /// Every M-PEP proxy migration, in time order (when it runs).
+    pub mpep_migrations: Vec<crate::schemes::mpep::MigrationRecord>,
 }
 
 impl Scenario {
@@ -352,6 +358,19 @@ impl Scenario {
         }
         if self.satguard.is_some() && self.linkguardian.is_some() {
             return Err(invalid("linkguardian".into(), "on", "runs instead of satguard, not with it"));
+        }
+        if let Some(m) = &self.mpep {
+            if self.satguard.is_some() || self.linkguardian.is_some() {
+                return Err(invalid("mpep".into(), "on", "runs instead of satguard and linkguardian, not with them"));
+            }
+            if self.constellation.is_none() {
+                return Err(invalid(
+                    "mpep".into(),
+                    "on",
+                    &crate::schemes::mpep::MpepError::NoConstellation.to_string(),
+                ));
+            }
+            m.validate().map_err(|e| invalid("mpep".into(), "", &e.to_string()))?;
         }
         if self.duration == Duration::ZERO {
             return Err(invalid("duration_s".into(), 0, "must be > 0"));
@@ -503,6 +522,8 @@ pub struct Running {
     ends: Vec<(AgentId, AgentId)>,
     end: Instant,
     hooks: Vec<AgentId>,
+    /// M-PEP chains: (chain, source agent, flow index).
+    chains: Vec<(crate::schemes::mpep::SharedChain, AgentId, usize)>,
 }
 
 impl Running {
@@ -515,8 +536,17 @@ impl Running {
         }
         let mut topo_info = None;
         if let Some(c) = &s.constellation {
-            let ends: Vec<u32> = s.flows.iter().flat_map(|f| [f.src, f.dst]).collect();
-            topo_info = Some(c.install(&mut sim, &ends)?);
+            let mut ends: Vec<u32> = s.flows.iter().flat_map(|f| [f.src, f.dst]).collect();
+            let mut serving_of = Vec::new();
+            if let Some(m) = &s.mpep {
+                let tcp: Vec<(u32, u32)> = (s.flows.iter().filter(|f| matches!(f.kind, FlowKind::Tcp { .. })))
+                    .map(|f| (f.src, f.dst))
+                    .collect();
+                // Ground proxies are addressed on their ground nodes.
+                ends.extend(tcp.iter().flat_map(|&(a, b)| [c.ground_of(a), c.ground_of(b)]).flatten());
+                serving_of = crate::schemes::mpep::proxied_grounds(c, m, &tcp);
+            }
+            topo_info = Some(c.install_with(&mut sim, &ends, &serving_of)?);
         }
         let mut dirs = Vec::new();
         let mut pairs = Vec::new();
@@ -553,6 +583,8 @@ impl Running {
         let hooks = crate::schemes::attach(s, &mut sim, topo_info.as_ref())?;
         let cfg = TcpConfig::default();
         let mut ends = Vec::with_capacity(s.flows.len());
+        let mut chains = Vec::new();
+        let mut next_extra = s.flows.len() as u32;
         for (i, f) in s.flows.iter().enumerate() {
             let flow = i as u32;
             let (src, dst): (Box<dyn crate::sim::Agent>, Box<dyn crate::sim::Agent>) = match &f.kind {
@@ -571,6 +603,35 @@ impl Running {
                     let mut sink = TcpSink::new(flow, NodeId(f.src), TcpReceiver::new(cfg), true);
                     sink.tc = f.tc;
                     sink.track_delivery = s.app_delay_every > 0;
+                    if let (Some(m), Some(c), Some(info)) = (&s.mpep, &s.constellation, &topo_info) {
+                        use crate::schemes::mpep;
+                        let bad = |e: &dyn ToString| invalid(format!("flows[{i}]"), "mpep", &e.to_string());
+                        let hops = mpep::chain_hops(c, info, m, f.src, f.dst).map_err(|e| bad(&e))?;
+                        if hops.len() > 2 {
+                            let buffer = m.buffer_bytes.unwrap_or_else(|| {
+                                (c.gsl_rate.0 as u128 * mpep::DEFAULT_BUFFER_RTT.as_nanos() as u128 / 8_000_000_000)
+                                    as u64
+                            });
+                            let chain = mpep::Chain::new(
+                                flow,
+                                &hops,
+                                next_extra,
+                                name,
+                                cfg,
+                                buffer.max(2 * u64::from(cfg.mss)),
+                                m.state_overhead_bytes,
+                                *bytes,
+                            )
+                            .map_err(|e| bad(&e.0))?;
+                            next_extra += hops.len() as u32 - 2;
+                            let mut chain = chain;
+                            chain.set_migrations(mpep::plan_migrations(c, info, &sim, &hops)?);
+                            let (a, b, shared) = mpep::install_chain(&mut sim, chain, src, sink);
+                            ends.push((a, b));
+                            chains.push((shared, a, i));
+                            continue;
+                        }
+                    }
                     (Box::new(src), Box::new(sink))
                 }
                 FlowKind::Cbr { rate, size } => {
@@ -594,7 +655,7 @@ impl Running {
             ends.push((sim.attach_flow(NodeId(f.src), flow, src), sim.attach_flow(NodeId(f.dst), flow, dst)));
         }
         let end = Instant(s.duration.as_nanos());
-        Ok(Running { s: s.clone(), sim, ends, end, hooks })
+        Ok(Running { s: s.clone(), sim, ends, end, hooks, chains })
     }
 
     /// The end of the run.
@@ -625,6 +686,24 @@ impl Running {
     /// The results up to now.
     pub fn collect(&self) -> RunResult {
         let mut r = collect(&self.s, &self.sim, &self.ends, self.sim.net.now);
+        if self.s.mpep.is_some() {
+            use crate::schemes::mpep;
+            // A split flow completes when the receiver's ACK of the last byte reaches its peer.
+            for (c, _, i) in &self.chains {
+                let f = &self.s.flows[*i];
+                r.flows[*i].fct_s = mpep::completed_at(c).map(|t| t.saturating_duration_since(f.start).as_secs_f64());
+                if let Some(fct) = r.flows[*i].fct_s {
+                    r.flows[*i].goodput_bps = r.flows[*i].delivered_bytes as f64 * 8.0 / fct.max(1e-9);
+                } else {
+                    let active = self.sim.net.now.saturating_duration_since(f.start).as_secs_f64().max(1e-9);
+                    r.flows[*i].goodput_bps = r.flows[*i].delivered_bytes as f64 * 8.0 / active;
+                }
+            }
+            let list: Vec<_> = self.chains.iter().map(|(c, a, _)| (std::sync::Arc::clone(c), *a)).collect();
+            let (stats, records) = mpep::totals(&self.sim, &list);
+            r.mpep = Some(stats);
+            r.mpep_migrations = records;
+        }
         if self.s.linkguardian.is_some() {
             let mut total = crate::schemes::linkguardian::LinkGuardianStats::default();
             for &h in &self.hooks {
@@ -665,6 +744,13 @@ impl Running {
     }
 }
 
+/// The TCP ends of a flow, plain or wrapped by M-PEP.
+fn tcp_ends(sim: &Sim, (a, b): (AgentId, AgentId)) -> (&TcpSource, &TcpSink) {
+    use crate::schemes::mpep::{sink_of, source_of};
+    let src = sim.agent_by_id(a).and_then(source_of).expect("attached by Running::new");
+    (src, sim.agent_by_id(b).and_then(sink_of).expect("attached by Running::new"))
+}
+
 fn agent<T: 'static>(sim: &Sim, id: AgentId) -> &T {
     sim.agent_by_id(id).and_then(|a| a.as_any().downcast_ref()).expect("attached by Running::new")
 }
@@ -697,8 +783,7 @@ fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], end: Instant) -
         let mut fr = FlowResult::default();
         match &f.kind {
             FlowKind::Tcp { .. } => {
-                let src: &TcpSource = agent(sim, ends[i].0);
-                let dst: &TcpSink = agent(sim, ends[i].1);
+                let (src, dst) = tcp_ends(sim, ends[i]);
                 fr.delivered_bytes = dst.tcp.delivered;
                 fr.retransmissions = src.tcp.stats.retransmissions;
                 fr.rtos = src.tcp.stats.rtos;

@@ -35,6 +35,7 @@ pub struct Ctx {
     node: NodeId,
     sends: Vec<(Packet, SendKind)>,
     timers: Vec<(Instant, u64)>,
+    wakes: Vec<(AgentId, Instant, u64)>,
     wait: Duration,
 }
 
@@ -74,6 +75,13 @@ impl Ctx {
     /// Arms a timer that calls `on_timer(token)` at `at`.
     pub fn timer(&mut self, at: Instant, token: u64) {
         self.timers.push((at, token));
+    }
+
+    /// Arms a timer on another agent: `agent.on_timer(token)` at `at` (a control message between the
+    /// parts of one distributed mechanism, whose delay the caller models; e.g. a migrated proxy's
+    /// state arriving at its new node).
+    pub fn wake(&mut self, agent: AgentId, at: Instant, token: u64) {
+        self.wakes.push((agent, at, token));
     }
 }
 
@@ -450,6 +458,9 @@ impl Sim {
         // Timers first: handing the sends on may run the node's hook, which uses the same context.
         for (at, token) in self.ctx.timers.drain(..) {
             self.net.events.push(at.max(self.net.now), Event::Timer { agent, token });
+        }
+        for (AgentId(other), at, token) in self.ctx.wakes.drain(..) {
+            self.net.events.push(at.max(self.net.now), Event::Timer { agent: other, token });
         }
         let mut sends = std::mem::take(&mut self.ctx.sends);
         for (p, kind) in sends.drain(..) {

@@ -66,6 +66,9 @@ pub struct TcpSource {
     /// (first byte, length, first sent) of the recorded segments.
     pub first_sent: Vec<(u64, u32, Instant)>,
     originals: u64,
+    /// While true the sender neither sends nor arms its protocol timer (its connection is being
+    /// rebuilt: a split-TCP proxy it sends to is migrating).
+    pub paused: bool,
     timer_gen: u64,
     armed: Option<Instant>,
 }
@@ -87,12 +90,17 @@ impl TcpSource {
             delay_every: 0,
             first_sent: Vec::new(),
             originals: 0,
+            paused: false,
             timer_gen: 0,
             armed: None,
         }
     }
 
-    fn pump(&mut self, ctx: &mut Ctx) {
+    /// Sends what the connection allows now and (re-)arms its timer (nothing while paused).
+    pub fn pump(&mut self, ctx: &mut Ctx) {
+        if self.paused {
+            return;
+        }
         let now = ctx.now();
         while let Some(seg) = self.tcp.poll_transmit(now) {
             let flags = FLAG_DATA | if seg.retransmission { FLAG_RETX } else { 0 };

@@ -87,6 +87,16 @@ impl TcpReceiver {
         self.last_block = Some((a, b));
     }
 
+    /// Out-of-order bytes held above `rcv_nxt`.
+    pub fn ooo_bytes(&self) -> u64 {
+        self.ooo.iter().map(|&(a, b)| b - a).sum()
+    }
+
+    /// An ACK of the current state, sent now (a window update or a reconnection; clears the delayed ACK).
+    pub fn ack_now(&mut self) -> Ack {
+        self.ack()
+    }
+
     /// When the delayed-ACK timer fires.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.delack_deadline

@@ -164,6 +164,23 @@ impl TcpSender {
         }
     }
 
+    /// Rebuilds the connection from byte `at` on with controller `cc`, as a new connection that
+    /// continues the same byte stream (a split-TCP proxy re-established after its state migrated,
+    /// M-PEP): nothing is in flight, the scoreboard and the RTT estimator start afresh (RFC 6298's
+    /// initial RTO), the controller starts in slow start; bytes written so far and the counters are
+    /// kept. `at` is what the peer's receiver holds in order (synchronised by the reconnection).
+    pub fn restart(&mut self, cc: Box<dyn CongestionControl>, at: u64) {
+        let (stats, una) = (self.stats, self.snd_una);
+        let limit = self.limit.map(|l| l.max(at));
+        *self = TcpSender::new(self.cfg, cc, limit);
+        self.snd_una = at;
+        self.snd_nxt = at;
+        self.highest_sacked = at;
+        self.loss_scan_seq = at;
+        self.stats = stats;
+        self.stats.bytes_acked += at.saturating_sub(una);
+    }
+
     fn index_of(&self, seq: u64) -> Option<usize> {
         self.flight.binary_search_by_key(&seq, |s| s.seq).ok()
     }
@@ -321,6 +338,9 @@ impl TcpSender {
         if advanced {
             self.stats.bytes_acked += ack.cum - self.snd_una;
             self.snd_una = ack.cum;
+            // After a restart the receiver may hold out-of-order data from the old connection: one
+            // retransmission that fills the hole acknowledges beyond what this connection sent.
+            self.snd_nxt = self.snd_nxt.max(self.snd_una);
         }
         for &(start, end) in &ack.sack[..usize::from(ack.n_sack.min(3))] {
             // A block inside a span already known SACKed changes nothing (most ACKs repeat older blocks).

@@ -282,3 +282,26 @@ fn the_rto_is_at_least_srtt_plus_the_minimum_as_in_linux() {
     assert!(o.tx.rto() >= srtt + Duration::from_millis(200), "rto {:?} srtt {srtt:?}", o.tx.rto());
     assert!(o.tx.rto() < srtt + Duration::from_millis(300), "rto {:?} srtt {srtt:?}", o.tx.rto());
 }
+
+#[test]
+fn a_restart_continues_the_byte_stream_and_tolerates_acks_beyond_what_it_sent() {
+    let cfg = TcpConfig::default();
+    let mut tx = TcpSender::new(cfg, Box::new(Aimd { cwnd: 20 * 1448, mss: 1448 }), Some(100 * 1448));
+    let t = Instant::ZERO;
+    while tx.poll_transmit(t).is_some() {}
+    tx.on_ack(t + Duration::from_millis(10), &Ack { cum: 5 * 1448, rwnd: 1 << 20, ..Default::default() });
+    let before = tx.stats;
+    // The receiver holds [0, 8) in order and [9, 12) out of order: the new connection starts at 8.
+    tx.restart(Box::new(Aimd { cwnd: 2 * 1448, mss: 1448 }), 8 * 1448);
+    assert_eq!((tx.snd_una(), tx.snd_nxt(), tx.in_flight()), (8 * 1448, 8 * 1448, 0));
+    assert_eq!(tx.stats.bytes_acked, before.bytes_acked + 3 * 1448);
+    assert_eq!(tx.rto(), cfg.initial_rto, "a new connection has no RTT estimate");
+    let s = tx.poll_transmit(t).unwrap();
+    assert_eq!((s.seq, s.retransmission), (8 * 1448, false));
+    // Segment 8 fills the hole: the receiver acknowledges up to 12 although only 8..10 was sent.
+    assert_eq!(tx.poll_transmit(t).unwrap().seq, 9 * 1448);
+    assert!(tx.poll_transmit(t).is_none(), "window of 2");
+    tx.on_ack(t + Duration::from_millis(20), &Ack { cum: 12 * 1448, rwnd: 1 << 20, ..Default::default() });
+    assert_eq!((tx.snd_una(), tx.snd_nxt(), tx.in_flight()), (12 * 1448, 12 * 1448, 0));
+    assert_eq!(tx.poll_transmit(t).unwrap().seq, 12 * 1448, "sending goes on from the receiver's point");
+}

@@ -24,6 +24,7 @@ fn two_node(loss: LossSpec, flow: FlowKind) -> Scenario {
         app_delay_every: 0,
         satguard: None,
         linkguardian: None,
+        mpep: None,
         capture: None,
     }
 }

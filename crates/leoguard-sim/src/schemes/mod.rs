@@ -35,6 +35,7 @@ macro_rules! counters {
 }
 
 pub mod linkguardian;
+pub mod mpep;
 pub mod satguard;
 
 use crate::constellation::TopoInfo;

@@ -210,3 +210,39 @@ fn app_delay_counts_from_first_send_to_in_order_delivery() {
     assert_eq!(d[0].2, Some(t(20)));
     assert_eq!(d[1].2, Some(t(21)));
 }
+
+/// Wakes another agent once, at a fixed delay after its own timer.
+#[derive(Debug)]
+struct Waker {
+    other: Option<AgentId>,
+    fired: Vec<(Instant, u64)>,
+}
+
+impl Agent for Waker {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn start(&mut self, ctx: &mut Ctx) {
+        if self.other.is_some() {
+            ctx.timer(Instant(1_000), 7);
+        }
+    }
+    fn on_packet(&mut self, _p: &Packet, _ctx: &mut Ctx) {}
+    fn on_timer(&mut self, token: u64, ctx: &mut Ctx) {
+        self.fired.push((ctx.now(), token));
+        if let Some(o) = self.other {
+            ctx.wake(o, ctx.now() + Duration(500), 42);
+        }
+    }
+}
+
+#[test]
+fn wake_fires_the_other_agents_timer_at_the_given_time() {
+    let mut sim = Sim::new(2, 1);
+    let b = sim.attach(NodeId(1), Box::new(Waker { other: None, fired: Vec::new() }));
+    let a = sim.attach(NodeId(0), Box::new(Waker { other: Some(b), fired: Vec::new() }));
+    sim.run(Instant(1_000_000));
+    let fired = |id| &sim.agent_by_id(id).and_then(|x| x.as_any().downcast_ref::<Waker>()).unwrap().fired;
+    assert_eq!(fired(a), &vec![(Instant(1_000), 7)]);
+    assert_eq!(fired(b), &vec![(Instant(1_500), 42)], "the other agent, not the caller");
+}

@@ -70,6 +70,7 @@ fn nyc_lon(satguard: Option<SatguardOptions>, loss: f64) -> Scenario {
         app_delay_every: 0,
         satguard,
         linkguardian: None,
+        mpep: None,
         capture: None,
     }
 }
