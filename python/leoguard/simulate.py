@@ -42,6 +42,8 @@ class Results:
     """The `[capture]` as a pcap file (IPv6, link type RAW), or None without one."""
     capture_missed: int = 0
     """Packets the capture saw past its `max_packets` (not recorded)."""
+    web: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """Page loads of web flows, one row per load started (docs/web.md)."""
 
     def summary(self) -> dict[str, Any]:
         """One JSON-able object: the scenario, seed, and per flow goodput, losses, retransmissions, OWD."""
@@ -80,7 +82,25 @@ class Results:
             "loss_models": self.loss_models(),
             **({"satguard": self.satguard} if self.satguard is not None else {}),
             **({"linkguardian": self.linkguardian} if self.linkguardian is not None else {}),
+            **({"web": self.web_summary()} if not self.web.is_empty() else {}),
         }
+
+    def web_summary(self) -> list[dict[str, Any]]:
+        """Per web flow: loads started and finished, mean and median page load time and Speed Index
+        (finished loads), retransmissions."""
+        g = self.web.group_by("flow", maintain_order=True).agg(
+            pl.len().alias("loads"),
+            pl.col("plt_s").count().alias("finished"),
+            pl.col("plt_s").mean().alias("plt_mean_s"),
+            pl.col("plt_s").median().alias("plt_median_s"),
+            pl.col("speed_index_s").mean().alias("speed_index_mean_s"),
+            pl.col("speed_index_s").median().alias("speed_index_median_s"),
+            pl.col("retransmissions").sum(),
+        )
+        out = []
+        for r in g.iter_rows(named=True):
+            out.append({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()})
+        return out
 
     def loss_models(self) -> list[dict[str, Any]]:
         """Per loss model and parameter set: how many links carry it and the loss it realised over all
@@ -108,7 +128,7 @@ class Results:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         out = {}
-        for name in ("flows", "series", "packets", "links", "link_series", "drops", "hops"):
+        for name in ("flows", "series", "packets", "links", "link_series", "drops", "hops", "web"):
             p = d / f"{name}.parquet"
             getattr(self, name).write_parquet(p)
             out[name] = p
@@ -214,7 +234,7 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
             {
                 "flow": i,
                 "kind": f.kind,
-                "cc": f.cc if f.kind == "tcp" else None,
+                "cc": f.cc if f.kind in ("tcp", "web") else None,
                 "src": name(fc["src"]),
                 "dst": name(fc["dst"]),
                 **r,
@@ -266,5 +286,21 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
         scenario, flows, series, packets, links, link_series,
         pl.DataFrame(raw["drops"], schema_overrides={"from_node": pl.UInt32, "to_node": pl.UInt32}),
         hops, raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta, raw.get("satguard"),
-        raw.get("linkguardian"), raw.get("capture"), raw.get("capture_missed", 0),
+        raw.get("linkguardian"), raw.get("capture"), raw.get("capture_missed", 0), _web(raw.get("web")),
     )  # fmt: skip
+
+
+def _web(raw: dict[str, Any] | None) -> pl.DataFrame:
+    """The page-load table, with times in seconds next to the nanosecond columns."""
+    schema = {
+        "flow": pl.UInt32, "load": pl.UInt32, "page": pl.UInt32, "start_ns": pl.UInt64, "plt_ns": pl.UInt64,
+        "speed_index_ns": pl.UInt64, "objects": pl.UInt32, "objects_done": pl.UInt32, "bytes": pl.UInt64,
+        "origins": pl.UInt32, "connections": pl.UInt32, "dns_ns": pl.UInt64, "handshake_ns": pl.UInt64,
+        "retransmissions": pl.UInt64, "setup_retries": pl.UInt64,
+    }  # fmt: skip
+    df = pl.DataFrame(raw or {k: [] for k in schema}, schema=schema)
+    return df.with_columns(
+        (pl.col("plt_ns").cast(pl.Float64) / 1e9).alias("plt_s"),
+        (pl.col("speed_index_ns").cast(pl.Float64) / 1e9).alias("speed_index_s"),
+        pl.col("plt_ns").is_not_null().alias("finished"),
+    )
