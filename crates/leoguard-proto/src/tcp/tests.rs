@@ -237,7 +237,7 @@ fn writes_to_an_idle_connection_resume_sending_and_finish_exactly() {
     let mut tx = TcpSender::new(cfg, Box::new(Aimd { cwnd: 10 * 1448, mss: 1448 }), Some(3000));
     let mut rx = TcpReceiver::new(cfg);
     let mut now = Instant::ZERO;
-    let mut pump = |tx: &mut TcpSender, rx: &mut TcpReceiver, now: &mut Instant| {
+    let pump = |tx: &mut TcpSender, rx: &mut TcpReceiver, now: &mut Instant| {
         for _ in 0..100 {
             let mut segs = Vec::new();
             while let Some(seg) = tx.poll_transmit(*now) {
@@ -246,7 +246,7 @@ fn writes_to_an_idle_connection_resume_sending_and_finish_exactly() {
             if segs.is_empty() && tx.is_done() {
                 break;
             }
-            *now = *now + Duration::from_millis(10);
+            *now += Duration::from_millis(10);
             let mut last = None;
             for seg in segs {
                 last = rx.on_segment(*now, seg.seq, seg.len).1.or(last);

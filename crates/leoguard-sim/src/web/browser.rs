@@ -263,8 +263,6 @@ impl WebClient {
                 net: crate::engine::NetFields { tc: self.tc, ..Default::default() },
                 ..Default::default()
             });
-            self.settle(k, ci, ctx);
-            return self.dispatch(k, o, ctx);
         }
         let conns: Vec<usize> = self.loads[k].hosts[o].conns.clone();
         for ci in conns {
