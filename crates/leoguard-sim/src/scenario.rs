@@ -645,7 +645,7 @@ impl Running {
         }
         if let (Some(spec), Some(tap)) = (&self.s.capture, self.sim.capture()) {
             use crate::capture::{to_pcap, FlowEnds, Scheme, Transport};
-            let flows: Vec<FlowEnds> = (self.s.flows.iter())
+            let mut flows: Vec<FlowEnds> = (self.s.flows.iter())
                 .map(|f| FlowEnds {
                     src: f.src,
                     dst: f.dst,
@@ -655,6 +655,9 @@ impl Running {
                     },
                 })
                 .collect();
+            // Web connections: the ends of the scenario flow they belong to (own ports per id).
+            let extra: Vec<FlowEnds> = self.owner[flows.len()..].iter().map(|&o| flows[o as usize]).collect();
+            flows.extend(extra);
             let scheme = match (&self.s.satguard, &self.s.linkguardian) {
                 (Some(_), _) => Scheme::Satguard,
                 (None, Some(_)) => Scheme::LinkGuardian,

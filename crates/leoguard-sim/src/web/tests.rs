@@ -201,3 +201,12 @@ fn bad_web_flows_are_refused_with_the_field_named() {
     assert!(e(bad_cc).contains("flows[0].cc"));
     assert_eq!(Http::parse("3"), None);
 }
+
+#[test]
+fn a_capture_of_a_web_flow_converts_its_connections() {
+    let mut s = two_node(web(vec![0], Http::Http2), LossSpec::None, 3);
+    s.capture = Some(crate::capture::CaptureSpec { nodes: vec![0], max_packets: 100_000, snaplen: 128 });
+    let r = run(&s).unwrap();
+    assert!(r.capture.as_ref().is_some_and(|c| c.len() > 1000));
+    assert_eq!(r.capture_missed, 0);
+}
