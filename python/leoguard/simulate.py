@@ -44,6 +44,8 @@ class Results:
     """Packets the capture saw past its `max_packets` (not recorded)."""
     web: pl.DataFrame = field(default_factory=pl.DataFrame)
     """Page loads of web flows, one row per load started (docs/web.md)."""
+    web_objects: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """Objects of those page loads: request and completion times after navigation start."""
 
     def summary(self) -> dict[str, Any]:
         """One JSON-able object: the scenario, seed, and per flow goodput, losses, retransmissions, OWD."""
@@ -128,7 +130,7 @@ class Results:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         out = {}
-        for name in ("flows", "series", "packets", "links", "link_series", "drops", "hops", "web"):
+        for name in ("flows", "series", "packets", "links", "link_series", "drops", "hops", "web", "web_objects"):
             p = d / f"{name}.parquet"
             getattr(self, name).write_parquet(p)
             out[name] = p
@@ -287,6 +289,7 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
         pl.DataFrame(raw["drops"], schema_overrides={"from_node": pl.UInt32, "to_node": pl.UInt32}),
         hops, raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta, raw.get("satguard"),
         raw.get("linkguardian"), raw.get("capture"), raw.get("capture_missed", 0), _web(raw.get("web")),
+        _web_objects(raw.get("web_objects")),
     )  # fmt: skip
 
 
@@ -304,3 +307,13 @@ def _web(raw: dict[str, Any] | None) -> pl.DataFrame:
         (pl.col("speed_index_ns").cast(pl.Float64) / 1e9).alias("speed_index_s"),
         pl.col("plt_ns").is_not_null().alias("finished"),
     )
+
+
+def _web_objects(raw: dict[str, Any] | None) -> pl.DataFrame:
+    """The per-object table of web page loads."""
+    schema = {
+        "flow": pl.UInt32, "load": pl.UInt32, "object": pl.UInt32, "origin": pl.UInt32, "type": pl.Utf8,
+        "size": pl.UInt64, "parent": pl.UInt32, "requested_ns": pl.UInt64, "done_ns": pl.UInt64,
+        "visual_weight": pl.Float64,
+    }  # fmt: skip
+    return pl.DataFrame(raw or {k: [] for k in schema}, schema=schema)

@@ -84,3 +84,20 @@ def test_http1_opens_more_connections_than_http2(tmp_path):
 def test_bad_web_flows_name_the_field(tmp_path, http, pages, field):
     with pytest.raises(LeoguardError, match=field.replace("[", r"\[")):
         scenario(tmp_path, http=http, pages=pages)
+
+
+def test_object_rows_explain_the_page_load_time(tmp_path):
+    r = simulate(scenario(tmp_path, pages="[0, 1]"))
+    done = r.web.filter(pl.col("finished"))
+    objs = r.web_objects
+    for row in done.iter_rows(named=True):
+        o = objs.filter(pl.col("load") == row["load"])
+        assert o.height == row["objects"]
+        # onload is the last object's completion; every object is requested before it completes.
+        assert o["done_ns"].max() == row["plt_ns"]
+        assert (o["requested_ns"] < o["done_ns"]).all()
+        # A child is requested only after its parent is complete (discovery on completion).
+        parents = o.join(
+            o.select(pl.col("object").alias("parent"), pl.col("done_ns").alias("parent_done")), on="parent"
+        )
+        assert (parents["requested_ns"] >= parents["parent_done"]).all()

@@ -529,6 +529,19 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     out.set_item("capture", r.capture.as_deref().map(|b| PyBytes::new(py, b)))?;
     out.set_item("capture_missed", r.capture_missed)?;
     out.set_item("web", web_dict(py, &r.web)?)?;
+    let o = &r.web_objects;
+    let objects = PyDict::new(py);
+    objects.set_item("flow", o.iter().map(|x| x.flow).collect::<Vec<_>>())?;
+    objects.set_item("load", o.iter().map(|x| x.load).collect::<Vec<_>>())?;
+    objects.set_item("object", o.iter().map(|x| x.object).collect::<Vec<_>>())?;
+    objects.set_item("origin", o.iter().map(|x| x.origin).collect::<Vec<_>>())?;
+    objects.set_item("type", o.iter().map(|x| x.kind).collect::<Vec<_>>())?;
+    objects.set_item("size", o.iter().map(|x| x.size).collect::<Vec<_>>())?;
+    objects.set_item("parent", o.iter().map(|x| x.parent).collect::<Vec<_>>())?;
+    objects.set_item("requested_ns", o.iter().map(|x| x.requested_ns).collect::<Vec<_>>())?;
+    objects.set_item("done_ns", o.iter().map(|x| x.done_ns).collect::<Vec<_>>())?;
+    objects.set_item("visual_weight", o.iter().map(|x| x.visual_weight).collect::<Vec<_>>())?;
+    out.set_item("web_objects", objects)?;
     Ok(out)
 }
 

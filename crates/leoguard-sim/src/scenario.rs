@@ -312,6 +312,8 @@ pub struct RunResult {
     pub capture_missed: u64,
     /// Page loads of web flows.
     pub web: Vec<crate::web::WebLoadRow>,
+    /// Objects of the page loads of web flows.
+    pub web_objects: Vec<crate::web::WebObjectRow>,
 }
 
 impl Scenario {
@@ -737,6 +739,7 @@ fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], owner: &[u32], 
                 let (client, server) = (agent(sim, ends[i].0), agent(sim, ends[i].1));
                 fr = crate::web::setup::flow_result(client, server);
                 r.web.extend(client.rows(Some(server)));
+                r.web_objects.extend(client.object_rows());
             }
             FlowKind::Cbr { .. } => {
                 let src: &CbrSource = agent(sim, ends[i].0);

@@ -75,6 +75,8 @@ pub struct Load {
     pub conns: Vec<ClientConn>,
     /// Completion time of each object.
     pub done_at: Vec<Option<Instant>>,
+    /// When each object's request was written (None: not yet).
+    pub requested_at: Vec<Option<Instant>>,
     children: Vec<Vec<u32>>,
     remaining: usize,
     /// When the last object completed.
@@ -172,6 +174,7 @@ impl WebClient {
             hosts,
             conns: Vec::new(),
             done_at: vec![None; n],
+            requested_at: vec![None; n],
             children,
             remaining: n,
             finished: None,
@@ -215,6 +218,7 @@ impl WebClient {
                 };
                 c.ep.write(req, Msg::Request { obj, body }, wire.queue(slot, true));
                 c.busy += 1;
+                load.requested_at[obj as usize] = Some(now);
             }
         }
         drop(wire);
@@ -352,6 +356,31 @@ impl WebClient {
                 retransmissions: retx,
                 setup_retries: l.setup_retries,
             });
+        }
+        out
+    }
+}
+
+impl WebClient {
+    /// One row per object of every load started (objects not yet discovered included).
+    pub fn object_rows(&self) -> Vec<super::WebObjectRow> {
+        let mut out = Vec::new();
+        for (k, l) in self.loads.iter().enumerate() {
+            let since = |t: Option<Instant>| t.map(|t| t.saturating_duration_since(l.start).as_nanos());
+            for o in &l.page.objects {
+                out.push(super::WebObjectRow {
+                    flow: self.flow,
+                    load: k as u32,
+                    object: o.id,
+                    origin: o.origin,
+                    kind: o.kind.name(),
+                    size: o.size,
+                    parent: o.parent,
+                    requested_ns: since(l.requested_at[o.id as usize]),
+                    done_ns: since(l.done_at[o.id as usize]),
+                    visual_weight: o.visual_weight,
+                });
+            }
         }
         out
     }

@@ -144,6 +144,31 @@ pub struct WebLoadRow {
     pub setup_retries: u64,
 }
 
+/// One object of a page load.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WebObjectRow {
+    /// Scenario flow index.
+    pub flow: u32,
+    /// Position in the flow's page list.
+    pub load: u32,
+    /// Object index in the page.
+    pub object: u32,
+    /// Host.
+    pub origin: u32,
+    /// Resource type ("html", "css", "js", "image", "font", "other").
+    pub kind: &'static str,
+    /// Response body bytes.
+    pub size: u64,
+    /// Parent object (None: the root).
+    pub parent: Option<u32>,
+    /// Request written, ns after navigation start (None: not requested).
+    pub requested_ns: Option<u64>,
+    /// Response complete, ns after navigation start (None: not complete).
+    pub done_ns: Option<u64>,
+    /// Weight in the visual-completeness estimate.
+    pub visual_weight: f64,
+}
+
 /// Speed Index estimate: the integral over time, from navigation start, of one minus the visual
 /// completeness, where visual completeness at t is the share of visual weight whose objects have
 /// completed by t (an object-completion approximation of WebPageTest's frame-based Speed Index, as in
