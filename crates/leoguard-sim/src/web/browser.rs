@@ -361,6 +361,14 @@ impl WebClient {
     }
 }
 
+impl Load {
+    /// DNS queries and SYNs the browser sent for this load (retries included).
+    pub fn setup_packets(&self) -> u64 {
+        let first_queries = self.hosts.iter().filter(|h| h.dns_sent.is_some()).count() as u64;
+        first_queries + self.conns.len() as u64 + self.setup_retries
+    }
+}
+
 impl WebClient {
     /// One row per object of every load started (objects not yet discovered included).
     pub fn object_rows(&self) -> Vec<super::WebObjectRow> {

@@ -92,11 +92,14 @@ pub fn host(
     (a, b, slots)
 }
 
-/// The per-flow summary of a web flow: response bytes delivered to the browser, retransmissions and
-/// packets of every connection (both directions), goodput over the flow's active time.
+/// The per-flow summary of a web flow: bytes delivered to the browser, retransmissions and packets
+/// (TCP segments of both ends, DNS queries and answers, SYNs) of every connection; the scenario
+/// divides the flow's drops of non-ACK packets by `packets_sent` and the delivered bytes by the
+/// active time.
 pub fn flow_result(client: &WebClient, server: &WebServer) -> FlowResult {
     let mut fr = FlowResult::default();
     for l in &client.loads {
+        fr.packets_sent += l.setup_packets();
         for c in &l.conns {
             fr.delivered_bytes += c.ep.rx.delivered;
             fr.retransmissions += c.ep.tx.stats.retransmissions;
@@ -104,6 +107,9 @@ pub fn flow_result(client: &WebClient, server: &WebServer) -> FlowResult {
             fr.packets_sent += c.ep.tx.stats.segments_sent;
         }
     }
+    // DNS answers count as data packets (a lost one is a lost packet of the flow); SYN-ACKs carry
+    // the ACK flag and, like ACKs, are neither counted as sent nor as lost.
+    fr.packets_sent += server.dns_answered;
     for e in server.conns.iter().flatten() {
         fr.retransmissions += e.tx.stats.retransmissions;
         fr.rtos += e.tx.stats.rtos;
