@@ -210,10 +210,18 @@ class LeoPath(_Model):
     isl_loss: Loss | None = None
 
 
-class Flow(_Model):
-    """A TCP transfer (bulk if `bytes` is absent) or a constant-bit-rate UDP stream."""
+class PageRange(_Model):
+    """`count` consecutive corpus pages from `first`."""
 
-    kind: Literal["tcp", "cbr"]
+    first: int = Field(default=0, ge=0)
+    count: int = Field(ge=1)
+
+
+class Flow(_Model):
+    """A TCP transfer (bulk if `bytes` is absent), a constant-bit-rate UDP stream, or a browser loading
+    pages of the synthetic web corpus one after another (`web`, see docs/web.md)."""
+
+    kind: Literal["tcp", "cbr", "web"]
     src: int | str
     dst: int | str
     cc: Literal["newreno", "reno", "cubic", "bbr", "satcp"] = "cubic"
@@ -222,12 +230,35 @@ class Flow(_Model):
     size: int = Field(default=1200, ge=28, le=65535)
     start_s: float = Field(default=0.0, ge=0)
     delay_sensitive: bool = False
+    http: Literal["1.1", "2"] = "2"
+    """(web) HTTP version: "1.1" (six connections per host) or "2" (one, multiplexed)."""
+    corpus_seed: int = Field(default=0, ge=0, lt=2**64)
+    """(web) seed of the page corpus."""
+    pages: list[int] | PageRange | None = None
+    """(web) corpus page indices in load order, or {first, count}."""
+    think_s: float = Field(default=1.0, ge=0)
+    """(web) pause between one page load's end and the next one's start."""
 
     @model_validator(mode="after")
     def _cbr_rate(self) -> Flow:
         if self.kind == "cbr" and self.rate_mbps is None:
             raise ValueError("a cbr flow needs rate_mbps")
+        if self.kind == "web":
+            pages = self.page_list()
+            if not pages:
+                raise ValueError("a web flow needs pages (a list of corpus indices or {first, count})")
+            n = _core.WEB_CORPUS_PAGES
+            bad = [(j, p) for j, p in enumerate(pages) if not 0 <= p < n]
+            if bad:
+                j, p = bad[0]
+                raise ValueError(f"pages[{j}] = {p} is not a corpus page (the corpus has pages 0..{n})")
         return self
+
+    def page_list(self) -> list[int]:
+        """The pages a web flow loads, in order."""
+        if isinstance(self.pages, PageRange):
+            return list(range(self.pages.first, self.pages.first + self.pages.count))
+        return list(self.pages or [])
 
 
 class Event(_Model):
@@ -485,6 +516,11 @@ class Scenario(_Model):
         out = []
         for i, f in enumerate(self.flows):
             d = f.model_dump(exclude_none=True)
+            if f.kind == "web":
+                d["pages"] = f.page_list()
+            else:
+                for k in ("http", "corpus_seed", "pages", "think_s"):
+                    d.pop(k, None)
             d["src"] = self._node_index(f.src, names, f"flows[{i}].src")
             d["dst"] = self._node_index(f.dst, names, f"flows[{i}].dst")
             if f.rate_mbps is not None:

@@ -48,6 +48,10 @@ class Results:
     mpep: dict[str, Any] | None = None
     """M-PEP's counters (`[mpep]`; see docs/mpep.md) plus per-migration lists `migration_t_ns`,
     `migration_delays_ns` and `migration_state_bytes`, or None without it."""
+    web: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """Page loads of web flows, one row per load started (docs/web.md)."""
+    web_objects: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """Objects of those page loads: request and completion times after navigation start."""
 
     def summary(self) -> dict[str, Any]:
         """One JSON-able object: the scenario, seed, and per flow goodput, losses, retransmissions, OWD."""
@@ -87,7 +91,25 @@ class Results:
             **({"satguard": self.satguard} if self.satguard is not None else {}),
             **({"linkguardian": self.linkguardian} if self.linkguardian is not None else {}),
             **({"mpep": self.mpep} if self.mpep is not None else {}),
+            **({"web": self.web_summary()} if not self.web.is_empty() else {}),
         }
+
+    def web_summary(self) -> list[dict[str, Any]]:
+        """Per web flow: loads started and finished, mean and median page load time and Speed Index
+        (finished loads), retransmissions."""
+        g = self.web.group_by("flow", maintain_order=True).agg(
+            pl.len().alias("loads"),
+            pl.col("plt_s").count().alias("finished"),
+            pl.col("plt_s").mean().alias("plt_mean_s"),
+            pl.col("plt_s").median().alias("plt_median_s"),
+            pl.col("speed_index_s").mean().alias("speed_index_mean_s"),
+            pl.col("speed_index_s").median().alias("speed_index_median_s"),
+            pl.col("retransmissions").sum(),
+        )
+        out = []
+        for r in g.iter_rows(named=True):
+            out.append({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()})
+        return out
 
     def loss_models(self) -> list[dict[str, Any]]:
         """Per loss model and parameter set: how many links carry it and the loss it realised over all
@@ -115,7 +137,9 @@ class Results:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         out = {}
-        for name in ("flows", "series", "packets", "links", "link_series", "drops", "hops", "app_delay"):
+        tables = ("flows", "series", "packets", "links", "link_series", "drops", "hops", "app_delay", "web",
+                  "web_objects")  # fmt: skip
+        for name in tables:
             p = d / f"{name}.parquet"
             getattr(self, name).write_parquet(p)
             out[name] = p
@@ -222,7 +246,7 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
             {
                 "flow": i,
                 "kind": f.kind,
-                "cc": f.cc if f.kind == "tcp" else None,
+                "cc": f.cc if f.kind in ("tcp", "web") else None,
                 "src": name(fc["src"]),
                 "dst": name(fc["dst"]),
                 **r,
@@ -282,5 +306,31 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
         pl.DataFrame(raw["drops"], schema_overrides={"from_node": pl.UInt32, "to_node": pl.UInt32}),
         hops, raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta, raw.get("satguard"),
         raw.get("linkguardian"), raw.get("capture"), raw.get("capture_missed", 0), app_delay,
-        mpep=raw.get("mpep"),
+        mpep=raw.get("mpep"), web=_web(raw.get("web")), web_objects=_web_objects(raw.get("web_objects")),
     )  # fmt: skip
+
+
+def _web(raw: dict[str, Any] | None) -> pl.DataFrame:
+    """The page-load table, with times in seconds next to the nanosecond columns."""
+    schema = {
+        "flow": pl.UInt32, "load": pl.UInt32, "page": pl.UInt32, "start_ns": pl.UInt64, "plt_ns": pl.UInt64,
+        "speed_index_ns": pl.UInt64, "objects": pl.UInt32, "objects_done": pl.UInt32, "bytes": pl.UInt64,
+        "origins": pl.UInt32, "connections": pl.UInt32, "dns_ns": pl.UInt64, "handshake_ns": pl.UInt64,
+        "retransmissions": pl.UInt64, "setup_retries": pl.UInt64,
+    }  # fmt: skip
+    df = pl.DataFrame(raw or {k: [] for k in schema}, schema=schema)
+    return df.with_columns(
+        (pl.col("plt_ns").cast(pl.Float64) / 1e9).alias("plt_s"),
+        (pl.col("speed_index_ns").cast(pl.Float64) / 1e9).alias("speed_index_s"),
+        pl.col("plt_ns").is_not_null().alias("finished"),
+    )
+
+
+def _web_objects(raw: dict[str, Any] | None) -> pl.DataFrame:
+    """The per-object table of web page loads."""
+    schema = {
+        "flow": pl.UInt32, "load": pl.UInt32, "object": pl.UInt32, "origin": pl.UInt32, "type": pl.Utf8,
+        "size": pl.UInt64, "parent": pl.UInt32, "requested_ns": pl.UInt64, "done_ns": pl.UInt64,
+        "visual_weight": pl.Float64,
+    }  # fmt: skip
+    return pl.DataFrame(raw or {k: [] for k in schema}, schema=schema)

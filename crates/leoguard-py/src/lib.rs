@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 mod sim;
+mod web;
 
 create_exception!(_core, LeoguardError, PyValueError, "A leoguard input or model error; the message names the field.");
 
@@ -621,6 +622,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gmst_rad, m)?)?;
     m.add("PRESETS", leoguard_orbit::walker::PRESETS.to_vec())?;
     sim::register(m)?;
+    web::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

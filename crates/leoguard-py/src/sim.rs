@@ -12,6 +12,7 @@ use leoguard_sim::loss::{parse_plr_csv, LossSpec};
 use leoguard_sim::scenario::{FlowKind, FlowSpec, LinkEvent, LinkSpec, RouteEvent, RunResult, Running, Scenario};
 use leoguard_sim::schemes::linkguardian::LinkGuardianOptions;
 use leoguard_sim::schemes::satguard::SatguardOptions;
+use leoguard_sim::web::Http;
 use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -62,6 +63,22 @@ fn loss(d: Option<Bound<'_, PyDict>>, field: &str) -> PyResult<LossSpec> {
     })
 }
 
+/// A `kind = "web"` flow: `http` ("1.1" or "2"), `cc`, `corpus_seed`, `pages` (a list of corpus
+/// indices), `think_s`.
+fn web_flow(f: &Bound<'_, PyDict>, i: usize) -> PyResult<FlowKind> {
+    let http: String = get(f, "http")?.unwrap_or_else(|| "2".to_string());
+    let Some(http) = Http::parse(&http) else {
+        return Err(LeoguardError::new_err(format!("invalid flows[{i}].http = '{http}': must be \"1.1\" or \"2\"")));
+    };
+    Ok(FlowKind::Web {
+        cc: need(f, "cc")?,
+        http,
+        corpus_seed: get(f, "corpus_seed")?.unwrap_or(0),
+        pages: need(f, "pages")?,
+        think: secs(&format!("flows[{i}].think_s"), get(f, "think_s")?.unwrap_or(1.0))?,
+    })
+}
+
 fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
     let mut links = Vec::new();
     let ls: Bound<'_, PyList> = need(d, "links")?;
@@ -93,8 +110,9 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
         let kind = match kind.as_str() {
             "tcp" => FlowKind::Tcp { cc: need(f, "cc")?, bytes: get(f, "bytes")? },
             "cbr" => FlowKind::Cbr { rate: Bps(need(f, "rate_bps")?), size: get(f, "size")?.unwrap_or(1200) },
+            "web" => web_flow(f, i)?,
             other => {
-                return Err(LeoguardError::new_err(format!("unknown flows[{i}].kind '{other}' (known: tcp, cbr)")))
+                return Err(LeoguardError::new_err(format!("unknown flows[{i}].kind '{other}' (known: tcp, cbr, web)")))
             }
         };
         let start = secs(&format!("flows[{i}].start_s"), get(f, "start_s")?.unwrap_or(0.0))?;
@@ -544,7 +562,42 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     out.set_item("hops", hops)?;
     out.set_item("capture", r.capture.as_deref().map(|b| PyBytes::new(py, b)))?;
     out.set_item("capture_missed", r.capture_missed)?;
+    out.set_item("web", web_dict(py, &r.web)?)?;
+    let o = &r.web_objects;
+    let objects = PyDict::new(py);
+    objects.set_item("flow", o.iter().map(|x| x.flow).collect::<Vec<_>>())?;
+    objects.set_item("load", o.iter().map(|x| x.load).collect::<Vec<_>>())?;
+    objects.set_item("object", o.iter().map(|x| x.object).collect::<Vec<_>>())?;
+    objects.set_item("origin", o.iter().map(|x| x.origin).collect::<Vec<_>>())?;
+    objects.set_item("type", o.iter().map(|x| x.kind).collect::<Vec<_>>())?;
+    objects.set_item("size", o.iter().map(|x| x.size).collect::<Vec<_>>())?;
+    objects.set_item("parent", o.iter().map(|x| x.parent).collect::<Vec<_>>())?;
+    objects.set_item("requested_ns", o.iter().map(|x| x.requested_ns).collect::<Vec<_>>())?;
+    objects.set_item("done_ns", o.iter().map(|x| x.done_ns).collect::<Vec<_>>())?;
+    objects.set_item("visual_weight", o.iter().map(|x| x.visual_weight).collect::<Vec<_>>())?;
+    out.set_item("web_objects", objects)?;
     Ok(out)
+}
+
+/// The page loads of web flows as columns.
+fn web_dict<'py>(py: Python<'py>, w: &[leoguard_sim::web::WebLoadRow]) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("flow", w.iter().map(|x| x.flow).collect::<Vec<_>>())?;
+    d.set_item("load", w.iter().map(|x| x.load).collect::<Vec<_>>())?;
+    d.set_item("page", w.iter().map(|x| x.page).collect::<Vec<_>>())?;
+    d.set_item("start_ns", w.iter().map(|x| x.start_ns).collect::<Vec<_>>())?;
+    d.set_item("plt_ns", w.iter().map(|x| x.plt_ns).collect::<Vec<_>>())?;
+    d.set_item("speed_index_ns", w.iter().map(|x| x.speed_index_ns).collect::<Vec<_>>())?;
+    d.set_item("objects", w.iter().map(|x| x.objects).collect::<Vec<_>>())?;
+    d.set_item("objects_done", w.iter().map(|x| x.objects_done).collect::<Vec<_>>())?;
+    d.set_item("bytes", w.iter().map(|x| x.bytes).collect::<Vec<_>>())?;
+    d.set_item("origins", w.iter().map(|x| x.origins).collect::<Vec<_>>())?;
+    d.set_item("connections", w.iter().map(|x| x.connections).collect::<Vec<_>>())?;
+    d.set_item("dns_ns", w.iter().map(|x| x.dns_ns).collect::<Vec<_>>())?;
+    d.set_item("handshake_ns", w.iter().map(|x| x.handshake_ns).collect::<Vec<_>>())?;
+    d.set_item("retransmissions", w.iter().map(|x| x.retransmissions).collect::<Vec<_>>())?;
+    d.set_item("setup_retries", w.iter().map(|x| x.setup_retries).collect::<Vec<_>>())?;
+    Ok(d)
 }
 
 /// Reads one counter of a hop sender (a column of the hops table).

@@ -48,6 +48,19 @@ pub enum FlowKind {
         /// Packet size, bytes.
         size: u32,
     },
+    /// A browser loading corpus pages one after another (web/mod.rs; docs/web.md).
+    Web {
+        /// Registry name of the controller of every connection (both directions).
+        cc: String,
+        /// HTTP version.
+        http: crate::web::Http,
+        /// Seed of the page corpus.
+        corpus_seed: u64,
+        /// Corpus page indices, loaded in this order.
+        pages: Vec<u32>,
+        /// Pause between a load's end and the next load's start.
+        think: Duration,
+    },
 }
 
 /// A flow between two nodes.
@@ -322,6 +335,10 @@ pub struct RunResult {
     pub mpep: Option<crate::schemes::mpep::MpepStats>,
     /// Every M-PEP proxy migration, in time order (when it runs).
     pub mpep_migrations: Vec<crate::schemes::mpep::MigrationRecord>,
+    /// Page loads of web flows.
+    pub web: Vec<crate::web::WebLoadRow>,
+    /// Objects of the page loads of web flows.
+    pub web_objects: Vec<crate::web::WebObjectRow>,
 }
 
 impl Scenario {
@@ -414,6 +431,7 @@ impl Scenario {
                         return Err(invalid(format!("flows[{i}].bytes"), 0, "must be > 0"));
                     }
                 }
+                FlowKind::Web { cc, pages, .. } => crate::web::setup::validate(i, cc, pages)?,
                 FlowKind::Cbr { rate, size } => {
                     if rate.0 == 0 || rate.0 > 100_000_000_000 {
                         return Err(invalid(format!("flows[{i}].rate_bps"), rate.0, "must be in (0, 100 Gbit/s]"));
@@ -524,6 +542,8 @@ pub struct Running {
     hooks: Vec<AgentId>,
     /// M-PEP chains: (chain, source agent, flow index).
     chains: Vec<(crate::schemes::mpep::SharedChain, AgentId, usize)>,
+    /// Scenario flow of each flow id (web connections have ids above the scenario's flows).
+    owner: Vec<u32>,
 }
 
 impl Running {
@@ -584,9 +604,13 @@ impl Running {
         let cfg = TcpConfig::default();
         let mut ends = Vec::with_capacity(s.flows.len());
         let mut chains = Vec::new();
-        let mut next_extra = s.flows.len() as u32;
+        let mut owner: Vec<u32> = (0..s.flows.len() as u32).collect();
         for (i, f) in s.flows.iter().enumerate() {
             let flow = i as u32;
+            if let FlowKind::Web { .. } = &f.kind {
+                ends.push(crate::web::setup::attach(&mut sim, i, f, &mut owner));
+                continue;
+            }
             let (src, dst): (Box<dyn crate::sim::Agent>, Box<dyn crate::sim::Agent>) = match &f.kind {
                 FlowKind::Tcp { cc: name, bytes } => {
                     let c = cc::build(name, u64::from(cfg.mss), cfg.init_cwnd_segments)
@@ -615,7 +639,7 @@ impl Running {
                             let chain = mpep::Chain::new(
                                 flow,
                                 &hops,
-                                next_extra,
+                                owner.len() as u32,
                                 name,
                                 cfg,
                                 buffer.max(2 * u64::from(cfg.mss)),
@@ -623,7 +647,9 @@ impl Running {
                                 *bytes,
                             )
                             .map_err(|e| bad(&e.0))?;
-                            next_extra += hops.len() as u32 - 2;
+                            // The chain's later segments take the next free flow ids (after the
+                            // scenario's flows and any web connections), owned by this flow.
+                            owner.extend(std::iter::repeat_n(flow, hops.len() - 2));
                             let mut chain = chain;
                             chain.set_migrations(mpep::plan_migrations(c, info, &sim, &hops)?);
                             let (a, b, shared) = mpep::install_chain(&mut sim, chain, src, sink);
@@ -651,11 +677,12 @@ impl Running {
                     };
                     (Box::new(src), Box::<Sink>::default())
                 }
+                FlowKind::Web { .. } => unreachable!("attached above"),
             };
             ends.push((sim.attach_flow(NodeId(f.src), flow, src), sim.attach_flow(NodeId(f.dst), flow, dst)));
         }
         let end = Instant(s.duration.as_nanos());
-        Ok(Running { s: s.clone(), sim, ends, end, hooks, chains })
+        Ok(Running { s: s.clone(), sim, ends, end, hooks, chains, owner })
     }
 
     /// The end of the run.
@@ -685,12 +712,25 @@ impl Running {
 
     /// The results up to now.
     pub fn collect(&self) -> RunResult {
-        let mut r = collect(&self.s, &self.sim, &self.ends, self.sim.net.now);
+        let mut r = collect(&self.s, &self.sim, &self.ends, &self.owner, self.sim.net.now);
         if self.s.mpep.is_some() {
             use crate::schemes::mpep;
             // A split flow completes when the receiver's ACK of the last byte reaches its peer.
             for (c, _, i) in &self.chains {
                 let f = &self.s.flows[*i];
+                // Like its packet counts, a split flow's network loss is its first segment's (drops
+                // on later segments are that segment's proxies' business, counted in `mpep`).
+                let own = self
+                    .sim
+                    .drops
+                    .iter()
+                    .filter(|d| {
+                        d.packet.flow == *i as u32
+                            && d.packet.flags & crate::tcp_agent::FLAG_ACK == 0
+                            && d.packet.net.flags & crate::engine::NET_CONTROL == 0
+                    })
+                    .count();
+                r.flows[*i].network_loss = own as f64 / r.flows[*i].packets_sent.max(1) as f64;
                 r.flows[*i].fct_s = mpep::completed_at(c).map(|t| t.saturating_duration_since(f.start).as_secs_f64());
                 if let Some(fct) = r.flows[*i].fct_s {
                     r.flows[*i].goodput_bps = r.flows[*i].delivered_bytes as f64 * 8.0 / fct.max(1e-9);
@@ -721,16 +761,19 @@ impl Running {
         }
         if let (Some(spec), Some(tap)) = (&self.s.capture, self.sim.capture()) {
             use crate::capture::{to_pcap, FlowEnds, Scheme, Transport};
-            let flows: Vec<FlowEnds> = (self.s.flows.iter())
+            let mut flows: Vec<FlowEnds> = (self.s.flows.iter())
                 .map(|f| FlowEnds {
                     src: f.src,
                     dst: f.dst,
                     transport: match f.kind {
-                        FlowKind::Tcp { .. } => Transport::Tcp,
+                        FlowKind::Tcp { .. } | FlowKind::Web { .. } => Transport::Tcp,
                         FlowKind::Cbr { .. } => Transport::Udp,
                     },
                 })
                 .collect();
+            // Web connections: the ends of the scenario flow they belong to (own ports per id).
+            let extra: Vec<FlowEnds> = self.owner[flows.len()..].iter().map(|&o| flows[o as usize]).collect();
+            flows.extend(extra);
             let scheme = match (&self.s.satguard, &self.s.linkguardian) {
                 (Some(_), _) => Scheme::Satguard,
                 (None, Some(_)) => Scheme::LinkGuardian,
@@ -755,12 +798,13 @@ fn agent<T: 'static>(sim: &Sim, id: AgentId) -> &T {
     sim.agent_by_id(id).and_then(|a| a.as_any().downcast_ref()).expect("attached by Running::new")
 }
 
-fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], end: Instant) -> RunResult {
+fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], owner: &[u32], end: Instant) -> RunResult {
     let mut r = RunResult { simulated_ns: end.as_nanos(), ..Default::default() };
     r.topology_error = sim.driver().and_then(|d| d.error());
     let mut lost_by_flow = vec![0u64; s.flows.len()];
     for d in &sim.drops {
-        if let Some(c) = lost_by_flow.get_mut(d.packet.flow as usize) {
+        let flow = owner.get(d.packet.flow as usize).copied().unwrap_or(d.packet.flow);
+        if let Some(c) = lost_by_flow.get_mut(flow as usize) {
             let control = d.packet.net.flags & crate::engine::NET_CONTROL != 0;
             if d.packet.flags & crate::tcp_agent::FLAG_ACK == 0 && !control {
                 *c += 1;
@@ -776,7 +820,7 @@ fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], end: Instant) -
             Some(crate::engine::DropReason::Down) => "down",
             None => "no-route",
         };
-        r.drops.push(DropRow { t_ns: d.t.as_nanos(), flow: d.packet.flow, seq: d.packet.seq, link, reason });
+        r.drops.push(DropRow { t_ns: d.t.as_nanos(), flow, seq: d.packet.seq, link, reason });
     }
     for (i, f) in s.flows.iter().enumerate() {
         let active = end.saturating_duration_since(f.start).as_secs_f64().max(1e-9);
@@ -819,6 +863,12 @@ fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], end: Instant) -
                     });
                 }
             }
+            FlowKind::Web { .. } => {
+                let (client, server) = (agent(sim, ends[i].0), agent(sim, ends[i].1));
+                fr = crate::web::setup::flow_result(client, server);
+                r.web.extend(client.rows(Some(server)));
+                r.web_objects.extend(client.object_rows());
+            }
             FlowKind::Cbr { .. } => {
                 let src: &CbrSource = agent(sim, ends[i].0);
                 let dst: &Sink = agent(sim, ends[i].1);
@@ -826,7 +876,7 @@ fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], end: Instant) -
                 fr.delivered_bytes = dst.received.len() as u64
                     * u64::from(match f.kind {
                         FlowKind::Cbr { size, .. } => size,
-                        FlowKind::Tcp { .. } => 0,
+                        FlowKind::Tcp { .. } | FlowKind::Web { .. } => 0,
                     });
                 // Lost = dropped by the network; packets still in flight at the end are not losses.
                 // Loss seen by the endpoint: packets sent at least a grace time (1 s, or half the
@@ -855,7 +905,7 @@ fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], end: Instant) -
         }
         fr.goodput_bps = fr.delivered_bytes as f64 * 8.0 / fr.fct_s.unwrap_or(active).max(1e-9);
         fr.network_loss = lost_by_flow[i] as f64 / fr.packets_sent.max(1) as f64;
-        if matches!(f.kind, FlowKind::Tcp { .. }) {
+        if matches!(f.kind, FlowKind::Tcp { .. } | FlowKind::Web { .. }) {
             // TCP hides network loss from the application: the endpoint sees none (delivery is complete
             // and in order); what it pays is retransmissions and delay.
             fr.endpoint_loss = 0.0;
