@@ -608,7 +608,15 @@ impl Running {
         for (i, f) in s.flows.iter().enumerate() {
             let flow = i as u32;
             if let FlowKind::Web { .. } = &f.kind {
-                ends.push(crate::web::setup::attach(&mut sim, i, f, &mut owner));
+                let reports = match (&s.constellation, &topo_info) {
+                    (Some(c), Some(info)) => {
+                        let ends = [c.ground_of(f.src), c.ground_of(f.dst)];
+                        let mut rng = leoguard_core::stream(s.seed, &format!("satcp-reports/{i}"));
+                        handover_reports(info, &ends, &mut rng)
+                    }
+                    _ => Vec::new(),
+                };
+                ends.push(crate::web::setup::attach(&mut sim, i, f, &mut owner, reports));
                 continue;
             }
             let (src, dst): (Box<dyn crate::sim::Agent>, Box<dyn crate::sim::Agent>) = match &f.kind {

@@ -11,6 +11,7 @@ use super::{sizes, Http};
 use crate::engine::{NodeId, Packet};
 use crate::sim::{Agent, Ctx};
 use crate::tcp_agent::FLAG_ACK;
+use leoguard_core::Instant;
 use leoguard_proto::tcp::TcpConfig;
 use std::any::Any;
 
@@ -35,6 +36,8 @@ pub struct WebServer {
     pub dns_answered: u64,
     /// SYN-ACKs sent.
     pub synacks: u64,
+    /// When the link layer reports an upcoming handover (SaTCP): passed to every connection's sender.
+    pub handover_reports: Vec<Instant>,
     wire: SharedWire,
     cfg: TcpConfig,
 }
@@ -51,6 +54,7 @@ impl WebServer {
             conns: (0..slots).map(|_| None).collect(),
             dns_answered: 0,
             synacks: 0,
+            handover_reports: Vec::new(),
             wire,
             cfg: TcpConfig::default(),
         }
@@ -83,7 +87,11 @@ impl Agent for WebServer {
         self
     }
 
-    fn start(&mut self, _ctx: &mut Ctx) {}
+    fn start(&mut self, ctx: &mut Ctx) {
+        for (i, &t) in self.handover_reports.iter().enumerate() {
+            ctx.timer(t, super::browser::TOKEN_REPORT | i as u64);
+        }
+    }
 
     fn on_packet(&mut self, p: &Packet, ctx: &mut Ctx) {
         let Some(slot) = p.flow.checked_sub(self.first_flow).map(|s| s as usize).filter(|&s| s < self.conns.len())
@@ -142,6 +150,12 @@ impl Agent for WebServer {
     }
 
     fn on_timer(&mut self, token: u64, ctx: &mut Ctx) {
+        if token & TOKEN_CONN == 0 && token & super::browser::TOKEN_REPORT != 0 {
+            for ep in self.conns.iter_mut().flatten() {
+                ep.tx.cc_report_handover(ctx.now());
+            }
+            return;
+        }
         let slot = ((token & !TOKEN_CONN) >> 32) as usize;
         let Some(ep) = self.conns.get_mut(slot).and_then(|c| c.as_mut()) else { return };
         if !ep.is_current(token) {

@@ -39,13 +39,20 @@ pub fn validate(i: usize, cc: &str, pages: &[u32]) -> Result<(), ScenarioError> 
 /// Hosts web flow `i` (a [`FlowKind::Web`]) on `sim`: the browser on its source node, the server on
 /// its destination node, both bound to the flow id `i` and to a block of connection flow ids
 /// starting at `owner.len()` (appended to `owner`, each marked as belonging to flow `i`).
-pub fn attach(sim: &mut Sim, i: usize, f: &FlowSpec, owner: &mut Vec<u32>) -> (AgentId, AgentId) {
+/// `reports`: when the link layer reports upcoming handovers to both ends' senders (SaTCP).
+pub fn attach(
+    sim: &mut Sim,
+    i: usize,
+    f: &FlowSpec,
+    owner: &mut Vec<u32>,
+    reports: Vec<Instant>,
+) -> (AgentId, AgentId) {
     let FlowKind::Web { cc, http, corpus_seed, pages, think } = &f.kind else {
         unreachable!("attach is called for web flows only")
     };
     let pages: Vec<Page> = pages.iter().map(|&p| page(*corpus_seed, p)).collect();
     let first_flow = owner.len() as u32;
-    let opts = Hosting { http: *http, cc, think: *think, start: f.start, tc: f.tc };
+    let opts = Hosting { http: *http, cc, think: *think, start: f.start, tc: f.tc, reports };
     let (a, b, slots) = host(sim, i as u32, first_flow, NodeId(f.src), NodeId(f.dst), pages, &opts);
     owner.extend(std::iter::repeat_n(i as u32, slots as usize));
     (a, b)
@@ -64,6 +71,8 @@ pub struct Hosting<'a> {
     pub start: Instant,
     /// IPv6 Traffic Class of the packets.
     pub tc: u8,
+    /// SaTCP handover reports to both ends' senders.
+    pub reports: Vec<Instant>,
 }
 
 /// Hosts a browser on `src` loading `pages` from a server on `dst`, bound to flow `flow` and to the
@@ -83,7 +92,9 @@ pub fn host(
     let mut client = WebClient::new(flow, first_flow, dst, o.http, o.cc, pages, o.think, slot_base, wire.clone());
     client.start_at = o.start;
     client.tc = o.tc;
-    let server = WebServer::new(first_flow, slots, src, o.http, o.cc, o.tc, wire);
+    client.handover_reports = o.reports.clone();
+    let mut server = WebServer::new(first_flow, slots, src, o.http, o.cc, o.tc, wire);
+    server.handover_reports = o.reports.clone();
     let (a, b) = (sim.attach_flow(src, flow, Box::new(client)), sim.attach_flow(dst, flow, Box::new(server)));
     for id in first_flow..first_flow + slots {
         sim.bind_flow(a, src, id);
