@@ -4,4 +4,5 @@
 pub mod cc;
 pub mod linkguardian;
 pub mod satguard;
+pub mod tambur;
 pub mod tcp;
