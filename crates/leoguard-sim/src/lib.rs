@@ -9,3 +9,4 @@ pub mod scenario;
 pub mod schemes;
 pub mod sim;
 pub mod tcp_agent;
+pub mod webrtc;
