@@ -700,6 +700,7 @@ mod tests {
             link_sample_every: Duration::ZERO,
             satguard: Some(crate::schemes::satguard::SatguardOptions::default()),
             linkguardian: None,
+            tambur: None,
             capture: Some(CaptureSpec { nodes: vec![1], max_packets, snaplen: MAX_SNAPLEN }),
         }
     }

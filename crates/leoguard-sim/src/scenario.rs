@@ -48,6 +48,8 @@ pub enum FlowKind {
         /// Packet size, bytes.
         size: u32,
     },
+    /// A WebRTC video call (RTP over UDP with NACK/PLI, optional Tambur FEC; see `webrtc`).
+    Webrtc(crate::webrtc::WebrtcConfig),
 }
 
 /// A flow between two nodes.
@@ -119,6 +121,8 @@ pub struct Scenario {
     pub satguard: Option<crate::schemes::satguard::SatguardOptions>,
     /// LinkGuardian on every node (the SATGUARD paper's "LinkGuard" baseline).
     pub linkguardian: Option<crate::schemes::linkguardian::LinkGuardianOptions>,
+    /// Tambur over time slots at the ends of TCP flows (the SATGUARD paper's Tambur baseline).
+    pub tambur: Option<crate::schemes::tambur::TamburOptions>,
     /// A packet capture at some nodes (the result's `capture` is then a pcap file).
     pub capture: Option<crate::capture::CaptureSpec>,
 }
@@ -297,6 +301,14 @@ pub struct RunResult {
     pub capture: Option<Vec<u8>>,
     /// Packets the capture saw but did not record (past `max_packets`).
     pub capture_missed: u64,
+    /// Every frame of the WebRTC flows.
+    pub webrtc_frames: Vec<crate::webrtc::FrameRow>,
+    /// Frames rendered per second of the WebRTC flows.
+    pub webrtc_fps: Vec<crate::webrtc::FpsRow>,
+    /// Per WebRTC flow, in flow order.
+    pub webrtc: Vec<crate::webrtc::WebrtcSummary>,
+    /// The Tambur slot hooks' counters (when `[tambur]` runs).
+    pub tambur: Option<crate::schemes::tambur::TamburStats>,
 }
 
 impl Scenario {
@@ -333,6 +345,9 @@ impl Scenario {
         }
         if self.satguard.is_some() && self.linkguardian.is_some() {
             return Err(invalid("linkguardian".into(), "on", "runs instead of satguard, not with it"));
+        }
+        if let Some(t) = &self.tambur {
+            crate::schemes::tambur::validate(self, t)?;
         }
         if self.duration == Duration::ZERO {
             return Err(invalid("duration_s".into(), 0, "must be > 0"));
@@ -375,6 +390,9 @@ impl Scenario {
                     if *bytes == Some(0) {
                         return Err(invalid(format!("flows[{i}].bytes"), 0, "must be > 0"));
                     }
+                }
+                FlowKind::Webrtc(cfg) => {
+                    cfg.validate().map_err(|(field, value, reason)| invalid(format!("flows[{i}].{field}"), value, reason))?;
                 }
                 FlowKind::Cbr { rate, size } => {
                     if rate.0 == 0 || rate.0 > 100_000_000_000 {
@@ -569,6 +587,7 @@ impl Running {
                     };
                     (Box::new(src), Box::<Sink>::default())
                 }
+                FlowKind::Webrtc(cfg) => crate::webrtc::agents(flow, f.src, f.dst, *cfg, f.start, f.tc, s.seed),
             };
             ends.push((sim.attach_flow(NodeId(f.src), flow, src), sim.attach_flow(NodeId(f.dst), flow, dst)));
         }
@@ -604,7 +623,13 @@ impl Running {
     /// The results up to now.
     pub fn collect(&self) -> RunResult {
         let mut r = collect(&self.s, &self.sim, &self.ends, self.sim.net.now);
-        if self.s.linkguardian.is_some() {
+        if self.s.tambur.is_some() {
+            let mut total = crate::schemes::tambur::TamburStats::default();
+            for &h in &self.hooks {
+                total += agent::<crate::schemes::tambur::TamburHook>(&self.sim, h).stats;
+            }
+            r.tambur = Some(total);
+        } else if self.s.linkguardian.is_some() {
             let mut total = crate::schemes::linkguardian::LinkGuardianStats::default();
             for &h in &self.hooks {
                 total += agent::<crate::schemes::linkguardian::LinkGuardianHook>(&self.sim, h).stats;
@@ -627,7 +652,7 @@ impl Running {
                     dst: f.dst,
                     transport: match f.kind {
                         FlowKind::Tcp { .. } => Transport::Tcp,
-                        FlowKind::Cbr { .. } => Transport::Udp,
+                        FlowKind::Cbr { .. } | FlowKind::Webrtc(_) => Transport::Udp,
                     },
                 })
                 .collect();
@@ -712,7 +737,7 @@ fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], end: Instant) -
                 fr.delivered_bytes = dst.received.len() as u64
                     * u64::from(match f.kind {
                         FlowKind::Cbr { size, .. } => size,
-                        FlowKind::Tcp { .. } => 0,
+                        FlowKind::Tcp { .. } | FlowKind::Webrtc(_) => 0,
                     });
                 // Lost = dropped by the network; packets still in flight at the end are not losses.
                 // Loss seen by the endpoint: packets sent at least a grace time (1 s, or half the
@@ -738,6 +763,17 @@ fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], end: Instant) -
                     });
                 }
             }
+            // Collected below.
+            FlowKind::Webrtc(_) => {}
+        }
+        if let FlowKind::Webrtc(_) = f.kind {
+            let (rows, fps, w) = crate::webrtc::collect(sim, i as u32, ends[i], end);
+            fr.packets_sent = w.media_packets + w.retransmissions + w.parity_packets;
+            fr.retransmissions = w.retransmissions;
+            fr.delivered_bytes = rows.iter().filter(|r| r.render_ns.is_some()).map(|r| u64::from(r.size)).sum();
+            r.webrtc_frames.extend(rows);
+            r.webrtc_fps.extend(fps);
+            r.webrtc.push(w);
         }
         fr.goodput_bps = fr.delivered_bytes as f64 * 8.0 / fr.fct_s.unwrap_or(active).max(1e-9);
         fr.network_loss = lost_by_flow[i] as f64 / fr.packets_sent.max(1) as f64;

@@ -23,6 +23,7 @@ fn two_node(loss: LossSpec, flow: FlowKind) -> Scenario {
         link_sample_every: Duration::from_millis(100),
         satguard: None,
         linkguardian: None,
+        tambur: None,
         capture: None,
     }
 }

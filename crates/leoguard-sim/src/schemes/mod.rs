@@ -36,6 +36,7 @@ macro_rules! counters {
 
 pub mod linkguardian;
 pub mod satguard;
+pub mod tambur;
 
 use crate::constellation::TopoInfo;
 use crate::engine::NodeId;
@@ -91,6 +92,9 @@ pub fn attach(s: &Scenario, sim: &mut Sim, topo: Option<&TopoInfo>) -> Result<Ve
                 .map_err(|e| invalid("linkguardian", e))?;
             hooks.push(sim.attach_hook(NodeId(n), Box::new(hook)));
         }
+    }
+    if let Some(opts) = &s.tambur {
+        hooks.extend(tambur::attach(s, opts, sim));
     }
     Ok(hooks)
 }

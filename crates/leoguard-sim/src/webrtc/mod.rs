@@ -375,8 +375,30 @@ pub fn summarize(s: &mut WebrtcSummary, rows: &[FrameRow], fps: &[FpsRow]) {
     (s.freezes, s.freeze_s) = freezes(&renders);
 }
 
-/// Attaches a WebRTC flow: sender on `src`, receiver on `dst`, first frame captured at `start`;
-/// frame sizes drawn from the run seed's stream "webrtc/<flow>". Returns (sender, receiver).
+/// The two ends of a WebRTC flow from `src` to `dst`, first frame captured at `start`; frame sizes
+/// drawn from the run seed's stream "webrtc/<flow>". Returns (sender, receiver).
+pub fn agents(
+    flow: u32,
+    src: u32,
+    dst: u32,
+    cfg: WebrtcConfig,
+    start: Instant,
+    tc: u8,
+    seed: u64,
+) -> (Box<dyn crate::sim::Agent>, Box<dyn crate::sim::Agent>) {
+    use crate::engine::NodeId;
+    let headers = SharedHeaders::default();
+    let rng = leoguard_core::stream(seed, &format!("webrtc/{flow}"));
+    let mut tx = WebrtcSender::new(flow, NodeId(dst), cfg, Arc::clone(&headers), rng);
+    tx.start = start;
+    tx.tc = tc;
+    let mut rx = WebrtcReceiver::new(flow, NodeId(src), cfg, headers);
+    rx.start = start;
+    rx.tc = tc;
+    (Box::new(tx), Box::new(rx))
+}
+
+/// Attaches a WebRTC flow (see [`agents`]) to `sim`; returns (sender, receiver).
 #[allow(clippy::too_many_arguments)]
 pub fn attach(
     sim: &mut crate::sim::Sim,
@@ -389,15 +411,8 @@ pub fn attach(
     seed: u64,
 ) -> (crate::sim::AgentId, crate::sim::AgentId) {
     use crate::engine::NodeId;
-    let headers = SharedHeaders::default();
-    let rng = leoguard_core::stream(seed, &format!("webrtc/{flow}"));
-    let mut tx = WebrtcSender::new(flow, NodeId(dst), cfg, Arc::clone(&headers), rng);
-    tx.start = start;
-    tx.tc = tc;
-    let mut rx = WebrtcReceiver::new(flow, NodeId(src), cfg, headers);
-    rx.start = start;
-    rx.tc = tc;
-    (sim.attach_flow(NodeId(src), flow, Box::new(tx)), sim.attach_flow(NodeId(dst), flow, Box::new(rx)))
+    let (tx, rx) = agents(flow, src, dst, cfg, start, tc, seed);
+    (sim.attach_flow(NodeId(src), flow, tx), sim.attach_flow(NodeId(dst), flow, rx))
 }
 
 /// The results of a WebRTC flow up to `end`: per-frame rows, the FPS series and the summary.

@@ -69,6 +69,7 @@ fn nyc_lon(satguard: Option<SatguardOptions>, loss: f64) -> Scenario {
         link_sample_every: Duration::ZERO,
         satguard,
         linkguardian: None,
+        tambur: None,
         capture: None,
     }
 }
