@@ -42,6 +42,14 @@ class Results:
     """The `[capture]` as a pcap file (IPv6, link type RAW), or None without one."""
     capture_missed: int = 0
     """Packets the capture saw past its `max_packets` (not recorded)."""
+    webrtc: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """Per WebRTC flow: delay, jitter-buffer delay, FPS, freezes, NACK/PLI/FEC counters (docs/webrtc.md)."""
+    webrtc_frames: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """Per WebRTC frame: flow, frame, key, size, capture/complete/render times (ns; null if never)."""
+    webrtc_fps: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """Frames rendered in each whole second of each WebRTC flow (from its first rendered frame)."""
+    tambur: dict[str, int] | None = None
+    """Counters of the `[tambur]` slot scheme, when it runs."""
 
     def summary(self) -> dict[str, Any]:
         """One JSON-able object: the scenario, seed, and per flow goodput, losses, retransmissions, OWD."""
@@ -80,6 +88,8 @@ class Results:
             "loss_models": self.loss_models(),
             **({"satguard": self.satguard} if self.satguard is not None else {}),
             **({"linkguardian": self.linkguardian} if self.linkguardian is not None else {}),
+            **({"tambur": self.tambur} if self.tambur is not None else {}),
+            **({"webrtc": self.webrtc.to_dicts()} if not self.webrtc.is_empty() else {}),
         }
 
     def loss_models(self) -> list[dict[str, Any]]:
@@ -108,7 +118,10 @@ class Results:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         out = {}
-        for name in ("flows", "series", "packets", "links", "link_series", "drops", "hops"):
+        tables = ["flows", "series", "packets", "links", "link_series", "drops", "hops"]
+        if not self.webrtc.is_empty():
+            tables += ["webrtc", "webrtc_frames", "webrtc_fps"]
+        for name in tables:
             p = d / f"{name}.parquet"
             getattr(self, name).write_parquet(p)
             out[name] = p
@@ -119,6 +132,7 @@ class Results:
             "simulated_s": self.simulated_s,
             "satguard": self.satguard,
             "linkguardian": self.linkguardian,
+            **({"tambur": self.tambur} if self.tambur is not None else {}),
             **({"capture_missed": self.capture_missed} if self.capture is not None else {}),
             **self.meta,
         }
@@ -262,9 +276,31 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
         pl.Series("from_name", [name(i) for i in raw["hops"]["from_node"]], dtype=pl.Utf8),
         pl.Series("to_name", [name(i) for i in raw["hops"]["to_node"]], dtype=pl.Utf8),
     )
-    return Results(
+    res = Results(
         scenario, flows, series, packets, links, link_series,
         pl.DataFrame(raw["drops"], schema_overrides={"from_node": pl.UInt32, "to_node": pl.UInt32}),
         hops, raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta, raw.get("satguard"),
         raw.get("linkguardian"), raw.get("capture"), raw.get("capture_missed", 0),
     )  # fmt: skip
+    _webrtc(res, raw)
+    return res
+
+
+def _webrtc(res: Results, raw: dict[str, Any]) -> None:
+    """The WebRTC tables and the Tambur counters (docs/webrtc.md, docs/tambur.md)."""
+    res.tambur = raw.get("tambur")
+    if "webrtc" not in raw:
+        return
+    res.webrtc = pl.DataFrame(raw["webrtc"], schema_overrides={"flow": pl.UInt32})
+    frames = pl.DataFrame(
+        raw["webrtc_frames"],
+        schema={
+            "flow": pl.UInt32, "frame": pl.UInt64, "key": pl.Boolean, "size": pl.UInt32, "capture_ns": pl.UInt64,
+            "complete_ns": pl.UInt64, "render_ns": pl.UInt64,
+        },
+    )  # fmt: skip
+    res.webrtc_frames = frames.with_columns(
+        ((pl.col("render_ns") - pl.col("capture_ns")).cast(pl.Float64) / 1e6).alias("e2e_ms"),
+        ((pl.col("render_ns") - pl.col("complete_ns")).cast(pl.Float64) / 1e6).alias("jb_ms"),
+    )
+    res.webrtc_fps = pl.DataFrame(raw["webrtc_fps"], schema={"flow": pl.UInt32, "t_s": pl.Float64, "fps": pl.Float64})

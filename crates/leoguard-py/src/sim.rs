@@ -93,8 +93,11 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
         let kind = match kind.as_str() {
             "tcp" => FlowKind::Tcp { cc: need(f, "cc")?, bytes: get(f, "bytes")? },
             "cbr" => FlowKind::Cbr { rate: Bps(need(f, "rate_bps")?), size: get(f, "size")?.unwrap_or(1200) },
+            "webrtc" => crate::rtc::webrtc_flow(f, i)?,
             other => {
-                return Err(LeoguardError::new_err(format!("unknown flows[{i}].kind '{other}' (known: tcp, cbr)")))
+                return Err(LeoguardError::new_err(format!(
+                    "unknown flows[{i}].kind '{other}' (known: tcp, cbr, webrtc)"
+                )))
             }
         };
         let start = secs(&format!("flows[{i}].start_s"), get(f, "start_s")?.unwrap_or(0.0))?;
@@ -218,6 +221,7 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
     Ok(Scenario {
         satguard,
         linkguardian,
+        tambur: crate::rtc::tambur(d)?,
         capture,
         leo,
         constellation,
@@ -510,6 +514,7 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     out.set_item("hops", hops)?;
     out.set_item("capture", r.capture.as_deref().map(|b| PyBytes::new(py, b)))?;
     out.set_item("capture_missed", r.capture_missed)?;
+    crate::rtc::results(py, r, &out)?;
     Ok(out)
 }
 

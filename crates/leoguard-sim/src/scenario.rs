@@ -392,7 +392,8 @@ impl Scenario {
                     }
                 }
                 FlowKind::Webrtc(cfg) => {
-                    cfg.validate().map_err(|(field, value, reason)| invalid(format!("flows[{i}].{field}"), value, reason))?;
+                    cfg.validate()
+                        .map_err(|(field, value, reason)| invalid(format!("flows[{i}].{field}"), value, reason))?;
                 }
                 FlowKind::Cbr { rate, size } => {
                     if rate.0 == 0 || rate.0 > 100_000_000_000 {

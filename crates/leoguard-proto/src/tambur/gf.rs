@@ -24,8 +24,8 @@ fn tables() -> &'static Tables {
         let mut exp = vec![0u16; 2 * ORDER];
         let mut log = vec![0u16; ORDER + 1];
         let mut x: u32 = 1;
-        for i in 0..ORDER {
-            exp[i] = x as u16;
+        for (i, e) in exp.iter_mut().enumerate().take(ORDER) {
+            *e = x as u16;
             log[x as usize] = i as u16;
             x <<= 1;
             if x & 0x1_0000 != 0 {

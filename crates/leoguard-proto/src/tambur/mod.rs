@@ -225,6 +225,9 @@ impl Encoder {
     }
 }
 
+/// A received parity symbol: its number and (payload mode) its bytes.
+type ParitySymbol = (u64, Option<Vec<u8>>);
+
 /// The decoder: received data and parity symbols in, lost data symbols recovered when the received
 /// equations determine them. Works with payloads (bytes reconstructed) or without (the same
 /// elimination on the coefficients only: the simulator's recoverability check).
@@ -235,8 +238,8 @@ pub struct Decoder {
     layouts: BTreeMap<u64, FrameLayout>,
     /// Known data symbols (received or recovered), with payload in payload mode.
     known: BTreeMap<u64, Option<Vec<u8>>>,
-    /// Parity symbols per frame: (number, payload).
-    parity: BTreeMap<u64, Vec<(u64, Option<Vec<u8>>)>>,
+    /// Parity symbols per frame.
+    parity: BTreeMap<u64, Vec<ParitySymbol>>,
     /// Symbols recovered so far.
     pub recovered_total: u64,
 }

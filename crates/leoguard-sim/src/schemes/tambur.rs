@@ -182,13 +182,8 @@ impl TamburHook {
         let keep = l.frame.saturating_sub(2 * u64::from(self.opts.code.tau) + 1);
         ft.layouts = ft.layouts.split_off(&keep);
         if let Some(first) = ft.layouts.values().next().map(|x| x.first) {
-            let old = std::mem::replace(&mut ft.packets, BTreeMap::new());
-            let (gone, kept): (BTreeMap<u64, Packet>, BTreeMap<u64, Packet>) = {
-                let mut o = old;
-                let k = o.split_off(&first);
-                (o, k)
-            };
-            ft.packets = kept;
+            let kept = ft.packets.split_off(&first);
+            let gone = std::mem::replace(&mut ft.packets, kept);
             for p in gone.values() {
                 ft.ids.remove(&(p.seq, p.sent_at.as_nanos()));
             }
@@ -369,7 +364,11 @@ pub fn protected(s: &crate::scenario::Scenario, opts: &TamburOptions) -> Vec<Pro
 }
 
 /// Attaches the hooks at the end nodes of the protected flows.
-pub fn attach(s: &crate::scenario::Scenario, opts: &TamburOptions, sim: &mut crate::sim::Sim) -> Vec<crate::sim::AgentId> {
+pub fn attach(
+    s: &crate::scenario::Scenario,
+    opts: &TamburOptions,
+    sim: &mut crate::sim::Sim,
+) -> Vec<crate::sim::AgentId> {
     let flows = protected(s, opts);
     let table = SharedSlots::default();
     let mut nodes: Vec<u32> = flows.iter().flat_map(|f| [f.2, f.3]).collect();

@@ -149,7 +149,11 @@ impl WebrtcConfig {
             return Err(("history_s", self.history.as_secs_f64().to_string(), "must be >= 0.1 s"));
         }
         if self.jitter_window < self.frame_interval() {
-            return Err(("jitter_window_s", self.jitter_window.as_secs_f64().to_string(), "must be at least one frame"));
+            return Err((
+                "jitter_window_s",
+                self.jitter_window.as_secs_f64().to_string(),
+                "must be at least one frame",
+            ));
         }
         if !(50.0..=100.0).contains(&self.jitter_percentile) {
             return Err(("jitter_percentile", self.jitter_percentile.to_string(), "must be in [50, 100]"));

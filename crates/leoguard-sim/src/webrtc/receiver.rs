@@ -354,7 +354,10 @@ impl WebrtcReceiver {
                 let h = lock(&self.headers);
                 let key = (f + 1..=self.newest_frame)
                     .find(|&g| h.frames.get(g as usize).is_some_and(|i| i.key) && complete(self, g));
-                let key = key.or_else(|| (self.key_needed && h.frames.get(f as usize).is_some_and(|i| i.key) && complete(self, f)).then_some(f));
+                let key = key.or_else(|| {
+                    (self.key_needed && h.frames.get(f as usize).is_some_and(|i| i.key) && complete(self, f))
+                        .then_some(f)
+                });
                 drop(h);
                 match key {
                     Some(k) => {

@@ -2,7 +2,9 @@
 //! history (RFC 4585 generic NACK answered from it) and Tambur parity.
 
 use super::{lock, Fec, FrameInfo, SharedHeaders, WebrtcConfig};
-use super::{FEC_HEADER, FLAG_DLRR, FLAG_FEC, FLAG_MEDIA, FLAG_NACK, FLAG_PLI, FLAG_RR, FLAG_RTX, RTCP_BASE, RTP_OVERHEAD};
+use super::{
+    FEC_HEADER, FLAG_DLRR, FLAG_FEC, FLAG_MEDIA, FLAG_NACK, FLAG_PLI, FLAG_RR, FLAG_RTX, RTCP_BASE, RTP_OVERHEAD,
+};
 use crate::engine::{NetFields, NodeId, Packet};
 use crate::sim::{Agent, Ctx};
 use leoguard_core::{Duration, Instant, RngStream};
@@ -135,7 +137,11 @@ impl WebrtcSender {
     fn capture(&mut self, now: Instant) {
         let key = self.frame == 0
             || self.key_request
-            || self.cfg.keyframe_interval.zip(self.last_key).is_some_and(|(k, t)| now.saturating_duration_since(t) + Duration::from_micros(1) >= k);
+            || self
+                .cfg
+                .keyframe_interval
+                .zip(self.last_key)
+                .is_some_and(|(k, t)| now.saturating_duration_since(t) + Duration::from_micros(1) >= k);
         if key {
             self.key_request = false;
             self.last_key = Some(now);
@@ -155,7 +161,8 @@ impl WebrtcSender {
         self.seq += u64::from(n);
         self.stats.media_packets += u64::from(n);
         self.stats.frames += 1;
-        let mut info = FrameInfo { frame: self.frame, capture: now, key, size, first_seq: first, n_packets: n, layout: None };
+        let mut info =
+            FrameInfo { frame: self.frame, capture: now, key, size, first_seq: first, n_packets: n, layout: None };
         let mut parity = Vec::new();
         let fec = match (self.layout.as_mut(), self.policy.as_ref()) {
             (Some(lay), Some(pol)) => {

@@ -28,7 +28,12 @@ impl Agent for DropSeqs {
 }
 
 /// 100 Mbit/s, 20 ms one way, one hop; `drop` media packets lost at the sender.
-fn run(cfg: WebrtcConfig, secs: u64, drop: Vec<u64>, setup: impl FnOnce(&mut Sim, LinkId)) -> (Vec<FrameRow>, WebrtcSummary) {
+fn run(
+    cfg: WebrtcConfig,
+    secs: u64,
+    drop: Vec<u64>,
+    setup: impl FnOnce(&mut Sim, LinkId),
+) -> (Vec<FrameRow>, WebrtcSummary) {
     let (mut sim, fwd) = chain(1, Bps::mbps(100), Duration::from_millis(20), QueueLimit::Packets(1000), 1);
     sim.attach_hook(crate::engine::NodeId(0), Box::new(DropSeqs(drop)));
     setup(&mut sim, fwd[0]);
