@@ -107,6 +107,7 @@ pub struct WebrtcReceiver {
     decoder: Option<Decoder>,
     losses: u64,
     last_loss_report: Option<Instant>,
+    parity_pending: bool,
 }
 
 impl WebrtcReceiver {
@@ -141,6 +142,7 @@ impl WebrtcReceiver {
             decoder,
             losses: 0,
             last_loss_report: None,
+            parity_pending: false,
         }
     }
 
@@ -308,6 +310,10 @@ impl WebrtcReceiver {
 
     fn tambur(&mut self, now: Instant) {
         let Some(d) = self.decoder.as_mut() else { return };
+        if self.nack.is_empty() && !self.parity_pending {
+            return; // nothing known to be missing and no new equation
+        }
+        self.parity_pending = false;
         let rec = d.solve();
         d.expire(self.newest_frame);
         self.stats.fec_recovered += rec.len() as u64;
@@ -364,6 +370,9 @@ impl WebrtcReceiver {
                         self.next_decode = k;
                         self.key_needed = false;
                         self.frames = self.frames.split_off(&k);
+                        // libwebrtc's NackRequester drops the requests older than a decoded key frame.
+                        let first = lock(&self.headers).frames.get(k as usize).map_or(0, |i| i.first_seq);
+                        self.nack = self.nack.split_off(&first);
                     }
                     None => break,
                 }
@@ -379,6 +388,7 @@ impl WebrtcReceiver {
             self.next_decode = f + 1;
             let first = info.first_seq;
             self.got = self.got.split_off(&first);
+            self.nack = self.nack.split_off(&first);
         }
     }
 }
@@ -418,6 +428,7 @@ impl Agent for WebrtcReceiver {
                     }
                     drop(h);
                     d.add_parity(info.frame, p.seq, None);
+                    self.parity_pending = true;
                     self.newest_frame = self.newest_frame.max(info.frame);
                     self.tambur(now);
                 }

@@ -192,3 +192,21 @@ fn bad_parameters_name_the_field() {
     assert_eq!(c.validate().unwrap_err().0, "bitrate_mbps");
     assert!(WebrtcConfig::default().validate().is_ok());
 }
+
+#[test]
+fn tambur_beyond_its_window_loses_frames_and_asks_for_a_key_frame() {
+    let cfg = WebrtcConfig { fec: Fec::Tambur(Default::default()), nack: false, ..flat() };
+    // A first loss turns the parity on; then four whole frames (36 media packets, 36 unknowns) are
+    // lost: the parities that cover them give 35 equations, not enough for all of them.
+    let mut drop = vec![30 * 9 + 3];
+    drop.extend(60 * 9..64 * 9);
+    let (rows, s) = run(cfg, 4, drop, |_, _| {});
+    assert!(s.plis >= 1, "{s:?}");
+    let lost: Vec<u64> =
+        rows.iter().filter(|r| r.capture_ns < 3_500 * MS && r.render_ns.is_none()).map(|r| r.frame).collect();
+    assert!(!lost.is_empty() && lost.iter().all(|&f| f >= 60), "{lost:?}");
+    assert!(s.freezes >= 1);
+    // After the requested key frame the call goes on.
+    let key = rows.iter().find(|r| r.frame > 64 && r.key).expect("a key frame after the PLI");
+    assert!(rows[key.frame as usize..].iter().filter(|r| r.capture_ns < 3_800 * MS).all(|r| r.render_ns.is_some()));
+}
