@@ -111,8 +111,11 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
             "tcp" => FlowKind::Tcp { cc: need(f, "cc")?, bytes: get(f, "bytes")? },
             "cbr" => FlowKind::Cbr { rate: Bps(need(f, "rate_bps")?), size: get(f, "size")?.unwrap_or(1200) },
             "web" => web_flow(f, i)?,
+            "webrtc" => crate::rtc::webrtc_flow(f, i)?,
             other => {
-                return Err(LeoguardError::new_err(format!("unknown flows[{i}].kind '{other}' (known: tcp, cbr, web)")))
+                return Err(LeoguardError::new_err(format!(
+                    "unknown flows[{i}].kind '{other}' (known: tcp, cbr, web, webrtc)"
+                )))
             }
         };
         let start = secs(&format!("flows[{i}].start_s"), get(f, "start_s")?.unwrap_or(0.0))?;
@@ -254,6 +257,7 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
         satguard,
         linkguardian,
         mpep,
+        tambur: crate::rtc::tambur(d)?,
         capture,
         leo,
         constellation,
@@ -576,6 +580,7 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     objects.set_item("done_ns", o.iter().map(|x| x.done_ns).collect::<Vec<_>>())?;
     objects.set_item("visual_weight", o.iter().map(|x| x.visual_weight).collect::<Vec<_>>())?;
     out.set_item("web_objects", objects)?;
+    crate::rtc::results(py, r, &out)?;
     Ok(out)
 }
 

@@ -702,6 +702,7 @@ mod tests {
             satguard: Some(crate::schemes::satguard::SatguardOptions::default()),
             linkguardian: None,
             mpep: None,
+            tambur: None,
             capture: Some(CaptureSpec { nodes: vec![1], max_packets, snaplen: MAX_SNAPLEN }),
         }
     }

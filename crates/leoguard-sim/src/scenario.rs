@@ -61,6 +61,8 @@ pub enum FlowKind {
         /// Pause between a load's end and the next load's start.
         think: Duration,
     },
+    /// A WebRTC video call (RTP over UDP with NACK/PLI, optional Tambur FEC; see `webrtc`).
+    Webrtc(crate::webrtc::WebrtcConfig),
 }
 
 /// A flow between two nodes.
@@ -137,6 +139,8 @@ pub struct Scenario {
     pub linkguardian: Option<crate::schemes::linkguardian::LinkGuardianOptions>,
     /// M-PEP split-TCP proxies on TCP flows (the SATGUARD paper's "M-PEP" baseline; constellations only).
     pub mpep: Option<crate::schemes::mpep::MpepOptions>,
+    /// Tambur over time slots at the ends of TCP flows (the SATGUARD paper's Tambur baseline).
+    pub tambur: Option<crate::schemes::tambur::TamburOptions>,
     /// A packet capture at some nodes (the result's `capture` is then a pcap file).
     pub capture: Option<crate::capture::CaptureSpec>,
 }
@@ -339,6 +343,14 @@ pub struct RunResult {
     pub web: Vec<crate::web::WebLoadRow>,
     /// Objects of the page loads of web flows.
     pub web_objects: Vec<crate::web::WebObjectRow>,
+    /// Every frame of the WebRTC flows.
+    pub webrtc_frames: Vec<crate::webrtc::FrameRow>,
+    /// Frames rendered per second of the WebRTC flows.
+    pub webrtc_fps: Vec<crate::webrtc::FpsRow>,
+    /// Per WebRTC flow, in flow order.
+    pub webrtc: Vec<crate::webrtc::WebrtcSummary>,
+    /// The Tambur slot hooks' counters (when `[tambur]` runs).
+    pub tambur: Option<crate::schemes::tambur::TamburStats>,
 }
 
 impl Scenario {
@@ -377,8 +389,12 @@ impl Scenario {
             return Err(invalid("linkguardian".into(), "on", "runs instead of satguard, not with it"));
         }
         if let Some(m) = &self.mpep {
-            if self.satguard.is_some() || self.linkguardian.is_some() {
-                return Err(invalid("mpep".into(), "on", "runs instead of satguard and linkguardian, not with them"));
+            if self.satguard.is_some() || self.linkguardian.is_some() || self.tambur.is_some() {
+                return Err(invalid(
+                    "mpep".into(),
+                    "on",
+                    "runs instead of satguard, linkguardian and tambur, not with them",
+                ));
             }
             if self.constellation.is_none() {
                 return Err(invalid(
@@ -388,6 +404,9 @@ impl Scenario {
                 ));
             }
             m.validate().map_err(|e| invalid("mpep".into(), "", &e.to_string()))?;
+        }
+        if let Some(t) = &self.tambur {
+            crate::schemes::tambur::validate(self, t)?;
         }
         if self.duration == Duration::ZERO {
             return Err(invalid("duration_s".into(), 0, "must be > 0"));
@@ -432,6 +451,10 @@ impl Scenario {
                     }
                 }
                 FlowKind::Web { cc, pages, .. } => crate::web::setup::validate(i, cc, pages)?,
+                FlowKind::Webrtc(cfg) => {
+                    cfg.validate()
+                        .map_err(|(field, value, reason)| invalid(format!("flows[{i}].{field}"), value, reason))?;
+                }
                 FlowKind::Cbr { rate, size } => {
                     if rate.0 == 0 || rate.0 > 100_000_000_000 {
                         return Err(invalid(format!("flows[{i}].rate_bps"), rate.0, "must be in (0, 100 Gbit/s]"));
@@ -686,6 +709,7 @@ impl Running {
                     (Box::new(src), Box::<Sink>::default())
                 }
                 FlowKind::Web { .. } => unreachable!("attached above"),
+                FlowKind::Webrtc(cfg) => crate::webrtc::agents(flow, f.src, f.dst, *cfg, f.start, f.tc, s.seed),
             };
             ends.push((sim.attach_flow(NodeId(f.src), flow, src), sim.attach_flow(NodeId(f.dst), flow, dst)));
         }
@@ -752,7 +776,13 @@ impl Running {
             r.mpep = Some(stats);
             r.mpep_migrations = records;
         }
-        if self.s.linkguardian.is_some() {
+        if self.s.tambur.is_some() {
+            let mut total = crate::schemes::tambur::TamburStats::default();
+            for &h in &self.hooks {
+                total += agent::<crate::schemes::tambur::TamburHook>(&self.sim, h).stats;
+            }
+            r.tambur = Some(total);
+        } else if self.s.linkguardian.is_some() {
             let mut total = crate::schemes::linkguardian::LinkGuardianStats::default();
             for &h in &self.hooks {
                 total += agent::<crate::schemes::linkguardian::LinkGuardianHook>(&self.sim, h).stats;
@@ -775,7 +805,7 @@ impl Running {
                     dst: f.dst,
                     transport: match f.kind {
                         FlowKind::Tcp { .. } | FlowKind::Web { .. } => Transport::Tcp,
-                        FlowKind::Cbr { .. } => Transport::Udp,
+                        FlowKind::Cbr { .. } | FlowKind::Webrtc(_) => Transport::Udp,
                     },
                 })
                 .collect();
@@ -884,7 +914,7 @@ fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], owner: &[u32], 
                 fr.delivered_bytes = dst.received.len() as u64
                     * u64::from(match f.kind {
                         FlowKind::Cbr { size, .. } => size,
-                        FlowKind::Tcp { .. } | FlowKind::Web { .. } => 0,
+                        FlowKind::Tcp { .. } | FlowKind::Web { .. } | FlowKind::Webrtc(_) => 0,
                     });
                 // Lost = dropped by the network; packets still in flight at the end are not losses.
                 // Loss seen by the endpoint: packets sent at least a grace time (1 s, or half the
@@ -910,6 +940,17 @@ fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], owner: &[u32], 
                     });
                 }
             }
+            // Collected below.
+            FlowKind::Webrtc(_) => {}
+        }
+        if let FlowKind::Webrtc(_) = f.kind {
+            let (rows, fps, w) = crate::webrtc::collect(sim, i as u32, ends[i], end);
+            fr.packets_sent = w.media_packets + w.retransmissions + w.parity_packets;
+            fr.retransmissions = w.retransmissions;
+            fr.delivered_bytes = rows.iter().filter(|r| r.render_ns.is_some()).map(|r| u64::from(r.size)).sum();
+            r.webrtc_frames.extend(rows);
+            r.webrtc_fps.extend(fps);
+            r.webrtc.push(w);
         }
         fr.goodput_bps = fr.delivered_bytes as f64 * 8.0 / fr.fct_s.unwrap_or(active).max(1e-9);
         fr.network_loss = lost_by_flow[i] as f64 / fr.packets_sent.max(1) as f64;

@@ -25,6 +25,7 @@ fn two_node(loss: LossSpec, flow: FlowKind) -> Scenario {
         satguard: None,
         linkguardian: None,
         mpep: None,
+        tambur: None,
         capture: None,
     }
 }

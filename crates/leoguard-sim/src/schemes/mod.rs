@@ -37,6 +37,7 @@ macro_rules! counters {
 pub mod linkguardian;
 pub mod mpep;
 pub mod satguard;
+pub mod tambur;
 
 use crate::constellation::TopoInfo;
 use crate::engine::NodeId;
@@ -92,6 +93,9 @@ pub fn attach(s: &Scenario, sim: &mut Sim, topo: Option<&TopoInfo>) -> Result<Ve
                 .map_err(|e| invalid("linkguardian", e))?;
             hooks.push(sim.attach_hook(NodeId(n), Box::new(hook)));
         }
+    }
+    if let Some(opts) = &s.tambur {
+        hooks.extend(tambur::attach(s, opts, sim));
     }
     Ok(hooks)
 }

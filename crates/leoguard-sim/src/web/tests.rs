@@ -147,6 +147,7 @@ fn two_node(kind: FlowKind, loss: LossSpec, secs: u64) -> Scenario {
         satguard: None,
         linkguardian: None,
         mpep: None,
+        tambur: None,
         capture: None,
     }
 }

@@ -243,6 +243,7 @@ fn nyc_lon(secs: u64, policy: leoguard_orbit::Policy, mpep: Option<MpepOptions>)
         satguard: None,
         linkguardian: None,
         mpep,
+        tambur: None,
         capture: None,
     }
 }
