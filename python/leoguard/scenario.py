@@ -218,7 +218,8 @@ class PageRange(_Model):
 
 
 class Flow(_Model):
-    """A TCP transfer (bulk if `bytes` is absent), a constant-bit-rate UDP stream, a browser loading
+    """A TCP transfer (bulk if `bytes` is absent; with `rate_mbps`, an application-limited stream the
+    application writes at that rate), a constant-bit-rate UDP stream, a browser loading
     pages of the synthetic web corpus one after another (`web`, see docs/web.md), or a WebRTC video
     call (`webrtc`, docs/webrtc.md: `bitrate_mbps`, `fps`, `keyframe_interval_s` (0: key frames only
     at the start and on PLI), `fec` = "none" or "tambur", `nack` (default: on without FEC, off with
@@ -258,6 +259,8 @@ class Flow(_Model):
     def _cbr_rate(self) -> Flow:
         if self.kind == "cbr" and self.rate_mbps is None:
             raise ValueError("a cbr flow needs rate_mbps")
+        if self.kind == "tcp" and self.rate_mbps is not None and self.bytes is not None:
+            raise ValueError("a tcp flow takes rate_mbps (a stream) or bytes (a transfer), not both")
         if self.kind == "web":
             pages = self.page_list()
             if not pages:

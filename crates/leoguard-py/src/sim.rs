@@ -108,7 +108,7 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
         let f = f.downcast::<PyDict>().map_err(|_| LeoguardError::new_err(format!("flows[{i}] must be a table")))?;
         let kind: String = need(f, "kind")?;
         let kind = match kind.as_str() {
-            "tcp" => FlowKind::Tcp { cc: need(f, "cc")?, bytes: get(f, "bytes")? },
+            "tcp" => FlowKind::Tcp { cc: need(f, "cc")?, bytes: get(f, "bytes")?, rate: get(f, "rate_bps")?.map(Bps) },
             "cbr" => FlowKind::Cbr { rate: Bps(need(f, "rate_bps")?), size: get(f, "size")?.unwrap_or(1200) },
             "web" => web_flow(f, i)?,
             "webrtc" => crate::rtc::webrtc_flow(f, i)?,

@@ -688,7 +688,7 @@ mod tests {
             links: vec![link(0, 1), link(1, 2), link(2, 3)],
             flows: vec![
                 flow(FlowKind::Cbr { rate: Bps::mbps(2), size: 1200 }, TC_DELAY_SENSITIVE),
-                flow(FlowKind::Tcp { cc: "cubic".into(), bytes: Some(300_000) }, 0),
+                flow(FlowKind::Tcp { cc: "cubic".into(), bytes: Some(300_000), rate: None }, 0),
             ],
             events: vec![],
             routes: vec![],

@@ -40,6 +40,9 @@ pub enum FlowKind {
         cc: String,
         /// Bytes to transfer (flow completion time is reported), or unlimited.
         bytes: Option<u64>,
+        /// An application-limited stream instead: the application writes one MSS at this rate
+        /// (its application-perceived delay counts from the write); `None`: as fast as TCP allows.
+        rate: Option<Bps>,
     },
     /// Constant-bit-rate UDP.
     Cbr {
@@ -438,7 +441,19 @@ impl Scenario {
                 ));
             }
             match &f.kind {
-                FlowKind::Tcp { cc: name, bytes } => {
+                FlowKind::Tcp { cc: name, bytes, rate } => {
+                    if let Some(r) = rate {
+                        if r.0 == 0 || r.0 > 100_000_000_000 {
+                            return Err(invalid(format!("flows[{i}].rate_bps"), r.0, "must be in (0, 100 Gbit/s]"));
+                        }
+                        if bytes.is_some() {
+                            return Err(invalid(
+                                format!("flows[{i}].bytes"),
+                                bytes.unwrap_or(0),
+                                "a rate-limited TCP stream has no size (give rate or bytes, not both)",
+                            ));
+                        }
+                    }
                     if cc::build(name, 1448, 10).is_err() {
                         return Err(invalid(
                             format!("flows[{i}].cc"),
@@ -623,7 +638,7 @@ impl Running {
             let at: Vec<NodeId> = c.nodes.iter().map(|&n| NodeId(n)).collect();
             sim.capture_at(&at, c.max_packets);
         }
-        let hooks = crate::schemes::attach(s, &mut sim, topo_info.as_ref())?;
+        let mut hooks = crate::schemes::attach(s, &mut sim, topo_info.as_ref())?;
         let cfg = TcpConfig::default();
         let mut ends = Vec::with_capacity(s.flows.len());
         let mut chains = Vec::new();
@@ -643,10 +658,16 @@ impl Running {
                 continue;
             }
             let (src, dst): (Box<dyn crate::sim::Agent>, Box<dyn crate::sim::Agent>) = match &f.kind {
-                FlowKind::Tcp { cc: name, bytes } => {
+                FlowKind::Tcp { cc: name, bytes, rate } => {
                     let c = cc::build(name, u64::from(cfg.mss), cfg.init_cwnd_segments)
                         .map_err(|_| invalid(format!("flows[{i}].cc"), name, "unknown congestion control"))?;
-                    let mut src = TcpSource::new(flow, NodeId(f.dst), TcpSender::new(cfg, c, *bytes), s.sample_every);
+                    let limit = if rate.is_some() { Some(0) } else { *bytes };
+                    let mut src = TcpSource::new(flow, NodeId(f.dst), TcpSender::new(cfg, c, limit), s.sample_every);
+                    if let Some(r) = rate {
+                        let every =
+                            r.transmission_time(leoguard_core::Bytes(u64::from(cfg.mss))).unwrap_or(Duration::ZERO);
+                        src.app_rate = Some((every.max(Duration(1)), cfg.mss));
+                    }
                     src.start_at = f.start;
                     src.tc = f.tc;
                     src.delay_every = s.app_delay_every;
@@ -714,6 +735,9 @@ impl Running {
             ends.push((sim.attach_flow(NodeId(f.src), flow, src), sim.attach_flow(NodeId(f.dst), flow, dst)));
         }
         let end = Instant(s.duration.as_nanos());
+        if let Some(opts) = &s.tambur {
+            hooks.extend(crate::schemes::tambur::attach(s, opts, &owner, &mut sim));
+        }
         Ok(Running { s: s.clone(), sim, ends, end, hooks, chains, owner })
     }
 

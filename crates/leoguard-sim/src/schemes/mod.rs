@@ -94,8 +94,7 @@ pub fn attach(s: &Scenario, sim: &mut Sim, topo: Option<&TopoInfo>) -> Result<Ve
             hooks.push(sim.attach_hook(NodeId(n), Box::new(hook)));
         }
     }
-    if let Some(opts) = &s.tambur {
-        hooks.extend(tambur::attach(s, opts, sim));
-    }
+    // Tambur's hooks are attached after the flows (`tambur::attach`): they protect web connections
+    // too, whose flow ids exist only once the flows are hosted.
     Ok(hooks)
 }

@@ -1,5 +1,6 @@
-//! Tambur over fixed time slots for TCP flows (the SATGUARD paper's evaluation applies its Tambur
-//! baseline to TCP traffic too, §4): hooks at the two end nodes of each protected flow.
+//! Tambur over fixed time slots for TCP flows and web connections (the SATGUARD paper's evaluation
+//! applies its Tambur baseline to TCP traffic too, §4): hooks at the two end nodes of each protected
+//! flow.
 //!
 //! * Sender's node ([`Agent::on_depart`]): each data packet of a protected flow that leaves the node
 //!   becomes a data symbol of the current slot (slots of `slot` length, default 33.3 ms = one frame
@@ -351,25 +352,36 @@ impl Agent for TamburHook {
     }
 }
 
-/// The protected flows of a scenario: (flow, index, src, dst) of every TCP flow (or those listed).
-pub fn protected(s: &crate::scenario::Scenario, opts: &TamburOptions) -> Vec<Protected> {
-    (s.flows.iter().enumerate())
-        .filter(|(i, f)| {
-            matches!(f.kind, crate::scenario::FlowKind::Tcp { .. })
-                && opts.flows.as_ref().is_none_or(|l| l.contains(&(*i as u32)))
-        })
-        .enumerate()
-        .map(|(k, (i, f))| (i as u32, k as u32, f.src, f.dst))
-        .collect()
+/// The protected flows of a scenario: (flow id, index, src, dst) of every TCP flow and of every
+/// connection of every web flow (or of those listed). A web connection is protected in its
+/// server-to-browser direction, which carries the responses (its flow id comes from `owner`, the
+/// scenario flow of each flow id); its requests are a few hundred bytes each.
+pub fn protected(s: &crate::scenario::Scenario, opts: &TamburOptions, owner: &[u32]) -> Vec<Protected> {
+    use crate::scenario::FlowKind;
+    let wanted = |i: usize| opts.flows.as_ref().is_none_or(|l| l.contains(&(i as u32)));
+    let mut out: Vec<(u32, u32, u32)> = (s.flows.iter().enumerate())
+        .filter(|(i, f)| matches!(f.kind, FlowKind::Tcp { .. }) && wanted(*i))
+        .map(|(i, f)| (i as u32, f.src, f.dst))
+        .collect();
+    for (id, &o) in owner.iter().enumerate().skip(s.flows.len()) {
+        if let Some(f) = s.flows.get(o as usize).filter(|f| matches!(f.kind, FlowKind::Web { .. })) {
+            if wanted(o as usize) {
+                out.push((id as u32, f.dst, f.src));
+            }
+        }
+    }
+    out.into_iter().enumerate().map(|(k, (id, src, dst))| (id, k as u32, src, dst)).collect()
 }
 
-/// Attaches the hooks at the end nodes of the protected flows.
+/// Attaches the hooks at the end nodes of the protected flows (after the flows are hosted: `owner`
+/// maps every flow id, web connections included, to its scenario flow).
 pub fn attach(
     s: &crate::scenario::Scenario,
     opts: &TamburOptions,
+    owner: &[u32],
     sim: &mut crate::sim::Sim,
 ) -> Vec<crate::sim::AgentId> {
-    let flows = protected(s, opts);
+    let flows = protected(s, opts, owner);
     let table = SharedSlots::default();
     let mut nodes: Vec<u32> = flows.iter().flat_map(|f| [f.2, f.3]).collect();
     nodes.sort_unstable();
@@ -398,8 +410,12 @@ pub fn validate(s: &crate::scenario::Scenario, o: &TamburOptions) -> Result<(), 
     if let Some(l) = &o.flows {
         for (k, &f) in l.iter().enumerate() {
             match s.flows.get(f as usize) {
-                Some(spec) if matches!(spec.kind, crate::scenario::FlowKind::Tcp { .. }) => {}
-                _ => return bad(&format!("flows[{k}]"), f.to_string(), "is not the index of a TCP flow"),
+                Some(spec)
+                    if matches!(
+                        spec.kind,
+                        crate::scenario::FlowKind::Tcp { .. } | crate::scenario::FlowKind::Web { .. }
+                    ) => {}
+                _ => return bad(&format!("flows[{k}]"), f.to_string(), "is not the index of a TCP or web flow"),
             }
         }
     }

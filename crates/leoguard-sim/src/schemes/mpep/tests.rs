@@ -223,7 +223,7 @@ fn nyc_lon(secs: u64, policy: leoguard_orbit::Policy, mpep: Option<MpepOptions>)
     let tcp = |bytes, start| FlowSpec {
         src: 2,
         dst: 0,
-        kind: FlowKind::Tcp { cc: "cubic".into(), bytes },
+        kind: FlowKind::Tcp { cc: "cubic".into(), bytes, rate: None },
         start: Instant(start),
         tc: 0,
     };

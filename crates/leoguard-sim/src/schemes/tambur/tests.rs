@@ -20,7 +20,7 @@ fn lossy(tambur: Option<TamburOptions>) -> Scenario {
         flows: vec![FlowSpec {
             src: 0,
             dst: 1,
-            kind: FlowKind::Tcp { cc: "cubic".into(), bytes: None },
+            kind: FlowKind::Tcp { cc: "cubic".into(), bytes: None, rate: None },
             start: Instant::ZERO,
             tc: 0,
         }],
@@ -71,4 +71,36 @@ fn tambur_runs_alone_and_names_bad_fields() {
     let code = TamburConfig { tau: 0, ..Default::default() };
     s.tambur = Some(TamburOptions { code, ..Default::default() });
     assert!(matches!(run(&s).unwrap_err(), ScenarioError::Invalid { field, .. } if field == "tambur.tau"));
+}
+
+#[test]
+fn slot_fec_protects_the_responses_of_web_connections() {
+    // The same lossy link carrying a browser (node 1) loading 8 corpus pages from node 0 over
+    // HTTP/2: the responses flow 0 -> 1 through the 2 % loss.
+    let web = |tambur| {
+        let mut s = lossy(tambur);
+        s.flows = vec![FlowSpec {
+            src: 1,
+            dst: 0,
+            kind: FlowKind::Web {
+                cc: "cubic".into(),
+                http: crate::web::Http::Http2,
+                corpus_seed: 1,
+                pages: (0..8).collect(),
+                think: Duration::from_millis(200),
+            },
+            start: Instant::ZERO,
+            tc: 0,
+        }];
+        s.duration = Duration::from_secs(30);
+        run(&s).unwrap()
+    };
+    let (plain, coded) = (web(None), web(Some(TamburOptions::default())));
+    let st = coded.tambur.unwrap();
+    assert!(st.data_packets > 500 && st.parity_packets > 0, "{st:?}");
+    assert!(st.recovered > 0, "{st:?}");
+    let done = |r: &crate::scenario::RunResult| r.web.iter().filter(|l| l.plt_ns.is_some()).count();
+    assert_eq!(done(&coded), 8, "every load finishes with Tambur");
+    assert!(done(&plain) <= done(&coded));
+    assert!(coded.flows[0].retransmissions < plain.flows[0].retransmissions, "{st:?}");
 }
