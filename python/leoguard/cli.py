@@ -399,8 +399,8 @@ def reproduce_satguard(
     """SATGUARD's evaluation (§4): SATGUARD, SaTCP, Tambur, M-PEP, LinkGuard and no protection over
     Starlink shell 1 for 8 city pairs; a TCP stream's delay (Fig 12), bulk TCP (Fig 13), web browsing
     (Fig 14) and WebRTC (Figs 15-17). Runs go to the result store (stored runs are skipped); figures,
-    report.md and table.json go to --out. With --json, prints the paper-vs-leoguard table as rows {metric, scheme, pair, paper,
-    leoguard}."""
+    report.md and table.json go to --out. With --json, prints the paper-vs-leoguard table as rows
+    {metric, scheme, pair, paper, leoguard}."""
     from leoguard.reproduce.satguard import reproduce
 
     if quick and full:
