@@ -180,6 +180,16 @@ def _throughput_samples(res: Results) -> list[float]:
     return [(b - a) * 8 / 1e6 for a, b in itertools.pairwise(acked)]
 
 
+def _scheme_counters(res: Results) -> dict[str, Any]:
+    """The scheme's own counters (small ones only: the per-migration lists of M-PEP are left out)."""
+    out: dict[str, Any] = {}
+    for name in ("satguard", "linkguardian", "tambur", "mpep"):
+        c = getattr(res, name, None)
+        if c:
+            out[name] = {k: v for k, v in c.items() if not isinstance(v, list)}
+    return out
+
+
 def delay_metrics(res: Results) -> dict[str, Any]:
     d = res.app_delay.filter(pl.col("flow") == 0)
     ms = d["delay_ms"].drop_nulls()
@@ -192,6 +202,7 @@ def delay_metrics(res: Results) -> dict[str, Any]:
         "writes": len(d),
         "undelivered_writes": int(d["delivered_ns"].null_count()),
         "retransmissions": f["retransmissions"],
+        "counters": _scheme_counters(res),
     }
 
 
@@ -203,6 +214,7 @@ def bulk_metrics(res: Results) -> dict[str, Any]:
         "goodput_mbps": f["goodput_bps"] / 1e6,
         "retransmissions": f["retransmissions"],
         "throughput_mbps": thr,
+        "counters": _scheme_counters(res),
     }
 
 
@@ -216,6 +228,8 @@ def web_metrics(res: Results) -> dict[str, Any]:
         "speed_index_s": (done["speed_index_ns"].cast(pl.Float64) / 1e9).to_list(),
         "pages": len(w),
         "unfinished": len(w) - len(done),
+        "retransmissions": int(w["retransmissions"].sum()) if len(w) else 0,
+        "counters": _scheme_counters(res),
     }
 
 
@@ -232,6 +246,9 @@ def webrtc_metrics(res: Results) -> dict[str, Any]:
         "rendered": len(shown),
         "freezes": summ.get("freezes"),
         "freeze_s": summ.get("freeze_s"),
+        "nacks": summ.get("nacks"),
+        "fec_recovered": summ.get("fec_recovered"),
+        "counters": _scheme_counters(res),
     }
 
 
@@ -525,17 +542,42 @@ class Reproduction:
         return [{k: r[k] for k in ("metric", "scheme", "pair", "paper", "leoguard")} for r in self.table]
 
 
-def load_metrics(store: ResultStore, planned: Sequence[SweepRun]) -> dict[tuple[str, str, str], dict[str, Any]]:
-    """The stored metrics of the planned runs, keyed by (pair, scheme, workload)."""
-    keys = {r.key: r for r in planned}
+class _Stored:
+    """The parts of a stored run that the metrics read: its Parquet tables (read when first used;
+    a table the run did not write reads as empty) and its scheme counters from run.json."""
+
+    def __init__(self, store: ResultStore, run_id: str):
+        self._store, self._id = store, run_id
+        info = json.loads((store.runs_dir / run_id / "run.json").read_text())
+        for k in ("satguard", "linkguardian", "tambur", "mpep"):
+            setattr(self, k, info.get(k))
+
+    def __getattr__(self, name: str) -> pl.DataFrame:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        path = self._store.runs_dir / self._id / f"{name}.parquet"
+        df = pl.read_parquet(path) if path.exists() else pl.DataFrame()
+        setattr(self, name, df)
+        return df
+
+
+def load_metrics(
+    store: ResultStore, planned: Sequence[SweepRun], failed: dict[str, str] | None = None
+) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """The metrics of the planned runs that the store holds, keyed by (pair, scheme, workload),
+    computed from the stored tables (so a report always reflects the current metric definitions, not
+    what the catalogue cached when the run was stored). A stored run that cannot be read is put in
+    `failed`."""
     out: dict[tuple[str, str, str], dict[str, Any]] = {}
-    if not keys:
-        return out
-    rows = store.runs().filter(pl.col("run_id").is_in(list(keys)))
-    for rid, metrics in zip(rows["run_id"].to_list(), rows["metrics"].to_list(), strict=True):
-        r = keys[rid]
+    for r in planned:
+        if not store.has(r.key):
+            continue
         pair, workload = r.pair.split("/")
-        out[(pair, r.scheme, workload)] = json.loads(metrics) if isinstance(metrics, str) else dict(metrics or {})
+        try:
+            out[(pair, r.scheme, workload)] = METRICS[workload](_Stored(store, r.key))  # type: ignore[arg-type]
+        except (OSError, ValueError, pl.exceptions.PolarsError) as e:
+            if failed is not None:
+                failed[r.key] = f"stored run unreadable: {type(e).__name__}: {e}"
     return out
 
 
@@ -566,7 +608,7 @@ def reproduce(
     planned = runs(pairs, schemes, workloads, m)
     with ResultStore(store) as st:
         rep = run_sweep(planned, st, workers=workers, progress=progress, executor=executor, ray_address=ray_address)
-        metrics = load_metrics(st, planned)
+        metrics = load_metrics(st, planned, rep.failed)
     table = compare(metrics)
     r = Reproduction(m, pairs, schemes, workloads, rep, metrics, table)
     outdir = Path(out)
