@@ -7,6 +7,7 @@ use super::server::WebServer;
 use super::Http;
 use crate::engine::NodeId;
 use crate::scenario::{FlowKind, FlowResult, FlowSpec, ScenarioError};
+use crate::schemes::mpep::web::WebSplit;
 use crate::sim::{AgentId, Sim};
 use leoguard_core::{Duration, Instant};
 
@@ -40,12 +41,23 @@ pub fn validate(i: usize, cc: &str, pages: &[u32]) -> Result<(), ScenarioError> 
 /// its destination node, both bound to the flow id `i` and to a block of connection flow ids
 /// starting at `owner.len()` (appended to `owner`, each marked as belonging to flow `i`).
 pub fn attach(sim: &mut Sim, i: usize, f: &FlowSpec, owner: &mut Vec<u32>) -> (AgentId, AgentId) {
+    attach_split(sim, i, f, owner, None)
+}
+
+/// [`attach`] with the connections' M-PEP chains in `split` (filled in by the caller).
+pub fn attach_split(
+    sim: &mut Sim,
+    i: usize,
+    f: &FlowSpec,
+    owner: &mut Vec<u32>,
+    split: Option<WebSplit>,
+) -> (AgentId, AgentId) {
     let FlowKind::Web { cc, http, corpus_seed, pages, think } = &f.kind else {
         unreachable!("attach is called for web flows only")
     };
     let pages: Vec<Page> = pages.iter().map(|&p| page(*corpus_seed, p)).collect();
     let first_flow = owner.len() as u32;
-    let opts = Hosting { http: *http, cc, think: *think, start: f.start, tc: f.tc };
+    let opts = Hosting { http: *http, cc, think: *think, start: f.start, tc: f.tc, split };
     let (a, b, slots) = host(sim, i as u32, first_flow, NodeId(f.src), NodeId(f.dst), pages, &opts);
     owner.extend(std::iter::repeat_n(i as u32, slots as usize));
     (a, b)
@@ -64,6 +76,8 @@ pub struct Hosting<'a> {
     pub start: Instant,
     /// IPv6 Traffic Class of the packets.
     pub tc: u8,
+    /// The connections' M-PEP chains (None: not split).
+    pub split: Option<WebSplit>,
 }
 
 /// Hosts a browser on `src` loading `pages` from a server on `dst`, bound to flow `flow` and to the
@@ -83,7 +97,9 @@ pub fn host(
     let mut client = WebClient::new(flow, first_flow, dst, o.http, o.cc, pages, o.think, slot_base, wire.clone());
     client.start_at = o.start;
     client.tc = o.tc;
-    let server = WebServer::new(first_flow, slots, src, o.http, o.cc, o.tc, wire);
+    client.split = o.split.clone();
+    let mut server = WebServer::new(first_flow, slots, src, o.http, o.cc, o.tc, wire);
+    server.split = o.split.clone();
     let (a, b) = (sim.attach_flow(src, flow, Box::new(client)), sim.attach_flow(dst, flow, Box::new(server)));
     for id in first_flow..first_flow + slots {
         sim.bind_flow(a, src, id);
