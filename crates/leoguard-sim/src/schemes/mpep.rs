@@ -684,6 +684,8 @@ impl Chain {
         let hop = &mut self.hops[h];
         hop.node = mig.to;
         hop.active = true;
+        // A handshake under way is rebuilt too: the SYN goes out again at once.
+        hop.syn_due = None;
         if let Some(p) = hop.proxy.as_mut() {
             p.restart_downstream(cc, at);
             self.records[rec].cwnd_after = p.tx.cc().cwnd();
@@ -706,6 +708,7 @@ impl Chain {
         let cc = self.fresh_cc();
         let hop = &mut self.hops[u];
         hop.paused = false;
+        hop.syn_due = None;
         if let Some(p) = hop.proxy.as_mut() {
             p.restart_downstream(cc, at);
         }
@@ -1035,3 +1038,5 @@ pub mod web;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod web_tests;

@@ -520,7 +520,23 @@ impl Agent for WebClient {
             let slot = token as u32;
             let (Some((k, ci)), Some(ch)) = (self.locate(slot), chains_of(&self.split, slot as usize)) else { return };
             let (at, cc) = ch.resume_client();
-            self.loads[k].conns[ci].ep.tx.restart(cc, at);
+            let peer = ch.client_view().peer;
+            let c = &mut self.loads[k].conns[ci];
+            c.ep.tx.restart(cc, at);
+            if c.phase == Phase::Syn {
+                // The connection is rebuilt towards the proxy's new place: its SYN goes out again.
+                c.syn_deadline = Some(ctx.now() + SETUP_TIMEOUT);
+                let flow = c.ep.flow;
+                ctx.send(Packet {
+                    flow,
+                    size: sizes::SYN,
+                    dst: peer.0,
+                    sent_at: ctx.now(),
+                    flags: FLAG_SYN,
+                    net: crate::engine::NetFields { tc: self.tc, ..Default::default() },
+                    ..Default::default()
+                });
+            }
             self.settle(k, ci, ctx);
             return;
         }
