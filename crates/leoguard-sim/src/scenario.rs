@@ -607,7 +607,6 @@ impl Running {
         let mut chains = Vec::new();
         let mut owner: Vec<u32> = (0..s.flows.len() as u32).collect();
         let mut mpep_extra = crate::schemes::mpep::web::Extra::default();
-        let mut udp_relays = std::collections::BTreeMap::new();
         let mpep_at = match (&s.mpep, &s.constellation, &topo_info) {
             (Some(m), Some(c), Some(info)) => Some(crate::schemes::mpep::web::Placement {
                 topo: c,
@@ -690,7 +689,7 @@ impl Running {
                     if let Some(at) = &mpep_at {
                         let cap = at.opts.udp_buffer_bytes.unwrap_or(at.buffer);
                         use crate::schemes::mpep::web::attach_udp;
-                        attach_udp(&mut sim, flow, f.src, f.dst, at, cap, &mut udp_relays, &mut mpep_extra)?;
+                        attach_udp(&mut sim, flow, f.src, f.dst, at, cap, &mut mpep_extra)?;
                     }
                     (Box::new(src), Box::<Sink>::default())
                 }
@@ -698,7 +697,7 @@ impl Running {
             };
             ends.push((sim.attach_flow(NodeId(f.src), flow, src), sim.attach_flow(NodeId(f.dst), flow, dst)));
         }
-        crate::schemes::mpep::web::install_udp(&mut sim, udp_relays, &mut mpep_extra);
+        crate::schemes::mpep::web::install_udp(&mut sim, &mut mpep_extra);
         let end = Instant(s.duration.as_nanos());
         Ok(Running { s: s.clone(), sim, ends, end, hooks, chains, owner, mpep_extra })
     }

@@ -228,6 +228,8 @@ pub struct Extra {
     pub chains: Vec<(SharedChain, AgentId)>,
     /// UDP relay hooks.
     pub udp: Vec<AgentId>,
+    /// UDP relay windows per satellite, until [`install_udp`] hosts them.
+    pub udp_windows: BTreeMap<NodeId, Vec<super::udp::UdpWindow>>,
     /// UDP flows relayed.
     pub udp_flows: u64,
     /// UDP relay migrations planned (handovers while the previous one was under way excluded).
@@ -372,7 +374,6 @@ pub fn attach_udp(
     dst: u32,
     at: &Placement<'_>,
     cap: u64,
-    hooks: &mut BTreeMap<NodeId, Vec<super::udp::UdpWindow>>,
     extra: &mut Extra,
 ) -> Result<(), ScenarioError> {
     let grounds = proxied_grounds(at.topo, at.opts, &[(src, dst)]);
@@ -393,15 +394,15 @@ pub fn attach_udp(
         extra.udp_migrations += migs.len() as u64 - skipped;
         extra.udp_skipped += skipped;
         for (node, w) in windows {
-            hooks.entry(node).or_default().push(w);
+            extra.udp_windows.entry(node).or_default().push(w);
         }
     }
     Ok(())
 }
 
 /// Installs the UDP relay hooks collected by [`attach_udp`].
-pub fn install_udp(sim: &mut Sim, hooks: BTreeMap<NodeId, Vec<super::udp::UdpWindow>>, extra: &mut Extra) {
-    for (node, windows) in hooks {
+pub fn install_udp(sim: &mut Sim, extra: &mut Extra) {
+    for (node, windows) in std::mem::take(&mut extra.udp_windows) {
         extra.udp.push(sim.attach_hook(node, Box::new(UdpRelayHook::new(node, windows))));
     }
 }
