@@ -384,7 +384,8 @@ def reproduce_satguard(
     pair: Annotated[list[str] | None, typer.Option("--pair", help="Only these city pairs (repeatable).")] = None,
     scheme: Annotated[list[str] | None, typer.Option("--scheme", help="Only these schemes (repeatable).")] = None,
     workload: Annotated[
-        list[str] | None, typer.Option("--workload", help="Only these workloads: bulk, web, webrtc (repeatable).")
+        list[str] | None,
+        typer.Option("--workload", help="Only these workloads: delay, bulk, web, webrtc (repeatable)."),
     ] = None,
     store: StoreOpt = Path("results"),
     out: Annotated[Path, typer.Option(help="Directory for figures, report.md and table.json.")] = Path(
@@ -396,10 +397,10 @@ def reproduce_satguard(
     as_json: JsonOpt = False,
 ) -> None:
     """SATGUARD's evaluation (§4): SATGUARD, SaTCP, Tambur, M-PEP, LinkGuard and no protection over
-    Starlink shell 1 for 8 city pairs; bulk TCP (Figs 12-13), web browsing (Fig 14) and WebRTC (Figs
-    15-17). Runs go to the result store (stored runs are skipped); figures, report.md and table.json go
-    to --out. With --json, prints the paper-vs-leoguard table as rows {metric, scheme, pair, paper,
-    leoguard}."""
+    Starlink shell 1 for 8 city pairs; a TCP stream's delay (Fig 12), bulk TCP (Fig 13), web browsing
+    (Fig 14) and WebRTC (Figs 15-17). Runs go to the result store (stored runs are skipped); figures,
+    report.md and table.json go to --out. With --json, prints the paper-vs-leoguard table as rows
+    {metric, scheme, pair, paper, leoguard}."""
     from leoguard.reproduce.satguard import reproduce
 
     if quick and full:

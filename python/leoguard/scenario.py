@@ -218,10 +218,14 @@ class PageRange(_Model):
 
 
 class Flow(_Model):
-    """A TCP transfer (bulk if `bytes` is absent), a constant-bit-rate UDP stream, or a browser loading
-    pages of the synthetic web corpus one after another (`web`, see docs/web.md)."""
+    """A TCP transfer (bulk if `bytes` is absent; with `rate_mbps`, an application-limited stream the
+    application writes at that rate), a constant-bit-rate UDP stream, a browser loading
+    pages of the synthetic web corpus one after another (`web`, see docs/web.md), or a WebRTC video
+    call (`webrtc`, docs/webrtc.md: `bitrate_mbps`, `fps`, `keyframe_interval_s` (0: key frames only
+    at the start and on PLI), `fec` = "none" or "tambur", `nack` (default: on without FEC, off with
+    Tambur), and the model's finer parameters)."""
 
-    kind: Literal["tcp", "cbr", "web"]
+    kind: Literal["tcp", "cbr", "web", "webrtc"]
     src: int | str
     dst: int | str
     cc: Literal["newreno", "reno", "cubic", "bbr", "satcp"] = "cubic"
@@ -238,11 +242,25 @@ class Flow(_Model):
     """(web) corpus page indices in load order, or {first, count}."""
     think_s: float = Field(default=1.0, ge=0)
     """(web) pause between one page load's end and the next one's start."""
+    bitrate_mbps: float = Field(default=2.5, ge=0.01, le=100)
+    fps: int = Field(default=30, ge=1, le=120)
+    keyframe_interval_s: float = Field(default=3.0, ge=0)
+    fec: Literal["none", "tambur"] = "none"
+    nack: bool | None = None
+    key_ratio: float = Field(default=6.0, ge=1, le=50)
+    size_sigma: float = Field(default=0.25, ge=0, le=2)
+    max_payload: int = Field(default=1200, ge=100, le=9000)
+    pacing_factor: float = Field(default=2.5, ge=0, le=100)
+    history_s: float = Field(default=1.0, ge=0.1)
+    jitter_window_s: float = Field(default=5.0, gt=0)
+    jitter_percentile: float = Field(default=99.0, ge=50, le=100)
 
     @model_validator(mode="after")
     def _cbr_rate(self) -> Flow:
         if self.kind == "cbr" and self.rate_mbps is None:
             raise ValueError("a cbr flow needs rate_mbps")
+        if self.kind == "tcp" and self.rate_mbps is not None and self.bytes is not None:
+            raise ValueError("a tcp flow takes rate_mbps (a stream) or bytes (a transfer), not both")
         if self.kind == "web":
             pages = self.page_list()
             if not pages:
@@ -326,6 +344,19 @@ class Mpep(_Model):
     udp_buffer_bytes: int | None = Field(default=None, ge=0, le=1 << 32)
 
 
+class Tambur(_Model):
+    """Tambur over fixed time slots at the two ends of TCP flows (all, or those in `flows`): the
+    SATGUARD paper's Tambur baseline for TCP traffic (docs/tambur.md). Runs instead of [satguard] or
+    [linkguardian]."""
+
+    tau: int = Field(default=3, ge=1, le=30)
+    u_fraction: float = Field(default=1 / 3, ge=0, le=1)
+    parity_ratio: float = Field(default=0.5, ge=0, le=4)
+    loss_memory_s: float = Field(default=2.0, gt=0)
+    slot_ms: float = Field(default=1000 / 30, ge=1, le=1000)
+    flows: list[int] | None = None
+
+
 class Capture(_Model):
     """A packet capture: every packet put on a link leaving one of `nodes` or arriving at one of them
     over a link, as IPv6 packets in a pcap file (`Results.capture`, `capture.pcap`) that tshark and
@@ -370,16 +401,21 @@ class Scenario(_Model):
     satguard: Satguard | None = None
     linkguardian: LinkGuardian | None = None
     mpep: Mpep | None = None
+    tambur: Tambur | None = None
     capture: Capture | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> Scenario:
         if self.satguard is not None and self.linkguardian is not None:
             raise ValueError("give [satguard] or [linkguardian], not both: each is a whole per-hop scheme")
-        if self.mpep is not None and (self.satguard is not None or self.linkguardian is not None):
-            raise ValueError("give [mpep] alone: it runs instead of [satguard] and [linkguardian]")
+        if self.mpep is not None and (
+            self.satguard is not None or self.linkguardian is not None or self.tambur is not None
+        ):
+            raise ValueError("give [mpep] alone: it runs instead of [satguard], [linkguardian] and [tambur]")
         if self.mpep is not None and not isinstance(self.topology, ConstellationTopology):
             raise ValueError('[mpep] needs a constellation topology ([topology] kind = "constellation")')
+        if self.tambur is not None and (self.satguard is not None or self.linkguardian is not None):
+            raise ValueError("[tambur] runs instead of [satguard] or [linkguardian], not with them")
         if self.topology is not None and self.links:
             raise ValueError("give either [topology] or [[links]], not both")
         if self.topology is None and not self.links:
@@ -529,6 +565,8 @@ class Scenario(_Model):
             d["dst"] = self._node_index(f.dst, names, f"flows[{i}].dst")
             if f.rate_mbps is not None:
                 d["rate_bps"] = round(f.rate_mbps * 1e6)
+            if f.kind == "webrtc":
+                d["bitrate_bps"] = round(f.bitrate_mbps * 1e6)
             d["tc"] = _core.TC_DELAY_SENSITIVE if f.delay_sensitive else 0  # DSCP EF, as on the wire
             out.append(d)
         return out
@@ -547,6 +585,7 @@ class Scenario(_Model):
             "satguard": self.satguard.model_dump() if self.satguard is not None else None,
             "linkguardian": self.linkguardian.model_dump() if self.linkguardian is not None else None,
             "mpep": self.mpep.model_dump(exclude_none=True) if self.mpep is not None else None,
+            "tambur": self.tambur.model_dump(exclude_none=True) if self.tambur is not None else None,
         }
 
     def _leo_core(self, loss: Any) -> dict[str, Any]:

@@ -52,6 +52,14 @@ class Results:
     """Page loads of web flows, one row per load started (docs/web.md)."""
     web_objects: pl.DataFrame = field(default_factory=pl.DataFrame)
     """Objects of those page loads: request and completion times after navigation start."""
+    webrtc: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """Per WebRTC flow: delay, jitter-buffer delay, FPS, freezes, NACK/PLI/FEC counters (docs/webrtc.md)."""
+    webrtc_frames: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """Per WebRTC frame: flow, frame, key, size, capture/complete/render times (ns; null if never)."""
+    webrtc_fps: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """Frames rendered in each whole second of each WebRTC flow (from its first rendered frame)."""
+    tambur: dict[str, int] | None = None
+    """Counters of the `[tambur]` slot scheme, when it runs."""
 
     def summary(self) -> dict[str, Any]:
         """One JSON-able object: the scenario, seed, and per flow goodput, losses, retransmissions, OWD."""
@@ -92,6 +100,8 @@ class Results:
             **({"linkguardian": self.linkguardian} if self.linkguardian is not None else {}),
             **({"mpep": self.mpep} if self.mpep is not None else {}),
             **({"web": self.web_summary()} if not self.web.is_empty() else {}),
+            **({"tambur": self.tambur} if self.tambur is not None else {}),
+            **({"webrtc": self.webrtc.to_dicts()} if not self.webrtc.is_empty() else {}),
         }
 
     def web_summary(self) -> list[dict[str, Any]]:
@@ -137,8 +147,20 @@ class Results:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         out = {}
-        tables = ("flows", "series", "packets", "links", "link_series", "drops", "hops", "app_delay", "web",
-                  "web_objects")  # fmt: skip
+        tables = [
+            "flows",
+            "series",
+            "packets",
+            "links",
+            "link_series",
+            "drops",
+            "hops",
+            "app_delay",
+            "web",
+            "web_objects",
+        ]
+        if not self.webrtc.is_empty():
+            tables += ["webrtc", "webrtc_frames", "webrtc_fps"]
         for name in tables:
             p = d / f"{name}.parquet"
             getattr(self, name).write_parquet(p)
@@ -151,6 +173,7 @@ class Results:
             "satguard": self.satguard,
             "linkguardian": self.linkguardian,
             **({"mpep": self.mpep} if self.mpep is not None else {}),
+            **({"tambur": self.tambur} if self.tambur is not None else {}),
             **({"capture_missed": self.capture_missed} if self.capture is not None else {}),
             **self.meta,
         }
@@ -301,13 +324,15 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
     app_delay = app_delay.with_columns(
         ((pl.col("delivered_ns").cast(pl.Float64) - pl.col("sent_ns").cast(pl.Float64)) / 1e6).alias("delay_ms")
     )
-    return Results(
+    res = Results(
         scenario, flows, series, packets, links, link_series,
         pl.DataFrame(raw["drops"], schema_overrides={"from_node": pl.UInt32, "to_node": pl.UInt32}),
         hops, raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta, raw.get("satguard"),
         raw.get("linkguardian"), raw.get("capture"), raw.get("capture_missed", 0), app_delay,
         mpep=raw.get("mpep"), web=_web(raw.get("web")), web_objects=_web_objects(raw.get("web_objects")),
     )  # fmt: skip
+    _webrtc(res, raw)
+    return res
 
 
 def _web(raw: dict[str, Any] | None) -> pl.DataFrame:
@@ -334,3 +359,23 @@ def _web_objects(raw: dict[str, Any] | None) -> pl.DataFrame:
         "visual_weight": pl.Float64,
     }  # fmt: skip
     return pl.DataFrame(raw or {k: [] for k in schema}, schema=schema)
+
+
+def _webrtc(res: Results, raw: dict[str, Any]) -> None:
+    """The WebRTC tables and the Tambur counters (docs/webrtc.md, docs/tambur.md)."""
+    res.tambur = raw.get("tambur")
+    if "webrtc" not in raw:
+        return
+    res.webrtc = pl.DataFrame(raw["webrtc"], schema_overrides={"flow": pl.UInt32})
+    frames = pl.DataFrame(
+        raw["webrtc_frames"],
+        schema={
+            "flow": pl.UInt32, "frame": pl.UInt64, "key": pl.Boolean, "size": pl.UInt32, "capture_ns": pl.UInt64,
+            "complete_ns": pl.UInt64, "render_ns": pl.UInt64,
+        },
+    )  # fmt: skip
+    res.webrtc_frames = frames.with_columns(
+        ((pl.col("render_ns") - pl.col("capture_ns")).cast(pl.Float64) / 1e6).alias("e2e_ms"),
+        ((pl.col("render_ns") - pl.col("complete_ns")).cast(pl.Float64) / 1e6).alias("jb_ms"),
+    )
+    res.webrtc_fps = pl.DataFrame(raw["webrtc_fps"], schema={"flow": pl.UInt32, "t_s": pl.Float64, "fps": pl.Float64})

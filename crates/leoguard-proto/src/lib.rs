@@ -5,4 +5,5 @@ pub mod cc;
 pub mod linkguardian;
 pub mod pep;
 pub mod satguard;
+pub mod tambur;
 pub mod tcp;

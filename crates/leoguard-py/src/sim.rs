@@ -108,11 +108,14 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
         let f = f.downcast::<PyDict>().map_err(|_| LeoguardError::new_err(format!("flows[{i}] must be a table")))?;
         let kind: String = need(f, "kind")?;
         let kind = match kind.as_str() {
-            "tcp" => FlowKind::Tcp { cc: need(f, "cc")?, bytes: get(f, "bytes")? },
+            "tcp" => FlowKind::Tcp { cc: need(f, "cc")?, bytes: get(f, "bytes")?, rate: get(f, "rate_bps")?.map(Bps) },
             "cbr" => FlowKind::Cbr { rate: Bps(need(f, "rate_bps")?), size: get(f, "size")?.unwrap_or(1200) },
             "web" => web_flow(f, i)?,
+            "webrtc" => crate::rtc::webrtc_flow(f, i)?,
             other => {
-                return Err(LeoguardError::new_err(format!("unknown flows[{i}].kind '{other}' (known: tcp, cbr, web)")))
+                return Err(LeoguardError::new_err(format!(
+                    "unknown flows[{i}].kind '{other}' (known: tcp, cbr, web, webrtc)"
+                )))
             }
         };
         let start = secs(&format!("flows[{i}].start_s"), get(f, "start_s")?.unwrap_or(0.0))?;
@@ -257,6 +260,7 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
         satguard,
         linkguardian,
         mpep,
+        tambur: crate::rtc::tambur(d)?,
         capture,
         leo,
         constellation,
@@ -579,6 +583,7 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     objects.set_item("done_ns", o.iter().map(|x| x.done_ns).collect::<Vec<_>>())?;
     objects.set_item("visual_weight", o.iter().map(|x| x.visual_weight).collect::<Vec<_>>())?;
     out.set_item("web_objects", objects)?;
+    crate::rtc::results(py, r, &out)?;
     Ok(out)
 }
 

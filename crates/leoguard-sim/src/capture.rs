@@ -688,7 +688,7 @@ mod tests {
             links: vec![link(0, 1), link(1, 2), link(2, 3)],
             flows: vec![
                 flow(FlowKind::Cbr { rate: Bps::mbps(2), size: 1200 }, TC_DELAY_SENSITIVE),
-                flow(FlowKind::Tcp { cc: "cubic".into(), bytes: Some(300_000) }, 0),
+                flow(FlowKind::Tcp { cc: "cubic".into(), bytes: Some(300_000), rate: None }, 0),
             ],
             events: vec![],
             routes: vec![],
@@ -702,6 +702,7 @@ mod tests {
             satguard: Some(crate::schemes::satguard::SatguardOptions::default()),
             linkguardian: None,
             mpep: None,
+            tambur: None,
             capture: Some(CaptureSpec { nodes: vec![1], max_packets, snaplen: MAX_SNAPLEN }),
         }
     }

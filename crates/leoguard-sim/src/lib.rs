@@ -10,3 +10,4 @@ pub mod schemes;
 pub mod sim;
 pub mod tcp_agent;
 pub mod web;
+pub mod webrtc;

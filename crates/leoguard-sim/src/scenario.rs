@@ -40,6 +40,9 @@ pub enum FlowKind {
         cc: String,
         /// Bytes to transfer (flow completion time is reported), or unlimited.
         bytes: Option<u64>,
+        /// An application-limited stream instead: the application writes one MSS at this rate
+        /// (its application-perceived delay counts from the write); `None`: as fast as TCP allows.
+        rate: Option<Bps>,
     },
     /// Constant-bit-rate UDP.
     Cbr {
@@ -61,6 +64,8 @@ pub enum FlowKind {
         /// Pause between a load's end and the next load's start.
         think: Duration,
     },
+    /// A WebRTC video call (RTP over UDP with NACK/PLI, optional Tambur FEC; see `webrtc`).
+    Webrtc(crate::webrtc::WebrtcConfig),
 }
 
 /// A flow between two nodes.
@@ -137,6 +142,8 @@ pub struct Scenario {
     pub linkguardian: Option<crate::schemes::linkguardian::LinkGuardianOptions>,
     /// M-PEP split-TCP proxies on TCP flows (the SATGUARD paper's "M-PEP" baseline; constellations only).
     pub mpep: Option<crate::schemes::mpep::MpepOptions>,
+    /// Tambur over time slots at the ends of TCP flows (the SATGUARD paper's Tambur baseline).
+    pub tambur: Option<crate::schemes::tambur::TamburOptions>,
     /// A packet capture at some nodes (the result's `capture` is then a pcap file).
     pub capture: Option<crate::capture::CaptureSpec>,
 }
@@ -339,6 +346,14 @@ pub struct RunResult {
     pub web: Vec<crate::web::WebLoadRow>,
     /// Objects of the page loads of web flows.
     pub web_objects: Vec<crate::web::WebObjectRow>,
+    /// Every frame of the WebRTC flows.
+    pub webrtc_frames: Vec<crate::webrtc::FrameRow>,
+    /// Frames rendered per second of the WebRTC flows.
+    pub webrtc_fps: Vec<crate::webrtc::FpsRow>,
+    /// Per WebRTC flow, in flow order.
+    pub webrtc: Vec<crate::webrtc::WebrtcSummary>,
+    /// The Tambur slot hooks' counters (when `[tambur]` runs).
+    pub tambur: Option<crate::schemes::tambur::TamburStats>,
 }
 
 impl Scenario {
@@ -377,8 +392,12 @@ impl Scenario {
             return Err(invalid("linkguardian".into(), "on", "runs instead of satguard, not with it"));
         }
         if let Some(m) = &self.mpep {
-            if self.satguard.is_some() || self.linkguardian.is_some() {
-                return Err(invalid("mpep".into(), "on", "runs instead of satguard and linkguardian, not with them"));
+            if self.satguard.is_some() || self.linkguardian.is_some() || self.tambur.is_some() {
+                return Err(invalid(
+                    "mpep".into(),
+                    "on",
+                    "runs instead of satguard, linkguardian and tambur, not with them",
+                ));
             }
             if self.constellation.is_none() {
                 return Err(invalid(
@@ -388,6 +407,9 @@ impl Scenario {
                 ));
             }
             m.validate().map_err(|e| invalid("mpep".into(), "", &e.to_string()))?;
+        }
+        if let Some(t) = &self.tambur {
+            crate::schemes::tambur::validate(self, t)?;
         }
         if self.duration == Duration::ZERO {
             return Err(invalid("duration_s".into(), 0, "must be > 0"));
@@ -419,7 +441,19 @@ impl Scenario {
                 ));
             }
             match &f.kind {
-                FlowKind::Tcp { cc: name, bytes } => {
+                FlowKind::Tcp { cc: name, bytes, rate } => {
+                    if let Some(r) = rate {
+                        if r.0 == 0 || r.0 > 100_000_000_000 {
+                            return Err(invalid(format!("flows[{i}].rate_bps"), r.0, "must be in (0, 100 Gbit/s]"));
+                        }
+                        if bytes.is_some() {
+                            return Err(invalid(
+                                format!("flows[{i}].bytes"),
+                                bytes.unwrap_or(0),
+                                "a rate-limited TCP stream has no size (give rate or bytes, not both)",
+                            ));
+                        }
+                    }
                     if cc::build(name, 1448, 10).is_err() {
                         return Err(invalid(
                             format!("flows[{i}].cc"),
@@ -432,6 +466,10 @@ impl Scenario {
                     }
                 }
                 FlowKind::Web { cc, pages, .. } => crate::web::setup::validate(i, cc, pages)?,
+                FlowKind::Webrtc(cfg) => {
+                    cfg.validate()
+                        .map_err(|(field, value, reason)| invalid(format!("flows[{i}].{field}"), value, reason))?;
+                }
                 FlowKind::Cbr { rate, size } => {
                     if rate.0 == 0 || rate.0 > 100_000_000_000 {
                         return Err(invalid(format!("flows[{i}].rate_bps"), rate.0, "must be in (0, 100 Gbit/s]"));
@@ -601,7 +639,7 @@ impl Running {
             let at: Vec<NodeId> = c.nodes.iter().map(|&n| NodeId(n)).collect();
             sim.capture_at(&at, c.max_packets);
         }
-        let hooks = crate::schemes::attach(s, &mut sim, topo_info.as_ref())?;
+        let mut hooks = crate::schemes::attach(s, &mut sim, topo_info.as_ref())?;
         let cfg = TcpConfig::default();
         let mut ends = Vec::with_capacity(s.flows.len());
         let mut chains = Vec::new();
@@ -619,17 +657,34 @@ impl Running {
         for (i, f) in s.flows.iter().enumerate() {
             let flow = i as u32;
             if let FlowKind::Web { .. } = &f.kind {
+                let reports = match (&s.constellation, &topo_info) {
+                    (Some(c), Some(info)) => {
+                        let ends = [c.ground_of(f.src), c.ground_of(f.dst)];
+                        let mut rng = leoguard_core::stream(s.seed, &format!("satcp-reports/{i}"));
+                        handover_reports(info, &ends, &mut rng)
+                    }
+                    _ => Vec::new(),
+                };
                 ends.push(match &mpep_at {
-                    Some(at) => crate::schemes::mpep::web::attach_web(&mut sim, i, f, &mut owner, at, &mut mpep_extra)?,
-                    None => crate::web::setup::attach(&mut sim, i, f, &mut owner),
+                    Some(at) => {
+                        use crate::schemes::mpep::web::attach_web;
+                        attach_web(&mut sim, i, f, &mut owner, at, &mut mpep_extra, reports)?
+                    }
+                    None => crate::web::setup::attach(&mut sim, i, f, &mut owner, reports),
                 });
                 continue;
             }
             let (src, dst): (Box<dyn crate::sim::Agent>, Box<dyn crate::sim::Agent>) = match &f.kind {
-                FlowKind::Tcp { cc: name, bytes } => {
+                FlowKind::Tcp { cc: name, bytes, rate } => {
                     let c = cc::build(name, u64::from(cfg.mss), cfg.init_cwnd_segments)
                         .map_err(|_| invalid(format!("flows[{i}].cc"), name, "unknown congestion control"))?;
-                    let mut src = TcpSource::new(flow, NodeId(f.dst), TcpSender::new(cfg, c, *bytes), s.sample_every);
+                    let limit = if rate.is_some() { Some(0) } else { *bytes };
+                    let mut src = TcpSource::new(flow, NodeId(f.dst), TcpSender::new(cfg, c, limit), s.sample_every);
+                    if let Some(r) = rate {
+                        let every =
+                            r.transmission_time(leoguard_core::Bytes(u64::from(cfg.mss))).unwrap_or(Duration::ZERO);
+                        src.app_rate = Some((every.max(Duration(1)), cfg.mss));
+                    }
                     src.start_at = f.start;
                     src.tc = f.tc;
                     src.delay_every = s.app_delay_every;
@@ -694,11 +749,23 @@ impl Running {
                     (Box::new(src), Box::<Sink>::default())
                 }
                 FlowKind::Web { .. } => unreachable!("attached above"),
+                FlowKind::Webrtc(cfg) => {
+                    if let Some(at) = &mpep_at {
+                        // RTP media and RTCP feedback share the flow id: both are relayed.
+                        let cap = at.opts.udp_buffer_bytes.unwrap_or(at.buffer);
+                        use crate::schemes::mpep::web::attach_udp;
+                        attach_udp(&mut sim, flow, f.src, f.dst, at, cap, &mut mpep_extra)?;
+                    }
+                    crate::webrtc::agents(flow, f.src, f.dst, *cfg, f.start, f.tc, s.seed)
+                }
             };
             ends.push((sim.attach_flow(NodeId(f.src), flow, src), sim.attach_flow(NodeId(f.dst), flow, dst)));
         }
         crate::schemes::mpep::web::install_udp(&mut sim, &mut mpep_extra);
         let end = Instant(s.duration.as_nanos());
+        if let Some(opts) = &s.tambur {
+            hooks.extend(crate::schemes::tambur::attach(s, opts, &owner, &mut sim));
+        }
         Ok(Running { s: s.clone(), sim, ends, end, hooks, chains, owner, mpep_extra })
     }
 
@@ -763,7 +830,13 @@ impl Running {
             r.mpep = Some(stats);
             r.mpep_migrations = records;
         }
-        if self.s.linkguardian.is_some() {
+        if self.s.tambur.is_some() {
+            let mut total = crate::schemes::tambur::TamburStats::default();
+            for &h in &self.hooks {
+                total += agent::<crate::schemes::tambur::TamburHook>(&self.sim, h).stats;
+            }
+            r.tambur = Some(total);
+        } else if self.s.linkguardian.is_some() {
             let mut total = crate::schemes::linkguardian::LinkGuardianStats::default();
             for &h in &self.hooks {
                 total += agent::<crate::schemes::linkguardian::LinkGuardianHook>(&self.sim, h).stats;
@@ -786,7 +859,7 @@ impl Running {
                     dst: f.dst,
                     transport: match f.kind {
                         FlowKind::Tcp { .. } | FlowKind::Web { .. } => Transport::Tcp,
-                        FlowKind::Cbr { .. } => Transport::Udp,
+                        FlowKind::Cbr { .. } | FlowKind::Webrtc(_) => Transport::Udp,
                     },
                 })
                 .collect();
@@ -895,7 +968,7 @@ fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], owner: &[u32], 
                 fr.delivered_bytes = dst.received.len() as u64
                     * u64::from(match f.kind {
                         FlowKind::Cbr { size, .. } => size,
-                        FlowKind::Tcp { .. } | FlowKind::Web { .. } => 0,
+                        FlowKind::Tcp { .. } | FlowKind::Web { .. } | FlowKind::Webrtc(_) => 0,
                     });
                 // Lost = dropped by the network; packets still in flight at the end are not losses.
                 // Loss seen by the endpoint: packets sent at least a grace time (1 s, or half the
@@ -921,6 +994,17 @@ fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], owner: &[u32], 
                     });
                 }
             }
+            // Collected below.
+            FlowKind::Webrtc(_) => {}
+        }
+        if let FlowKind::Webrtc(_) = f.kind {
+            let (rows, fps, w) = crate::webrtc::collect(sim, i as u32, ends[i], end);
+            fr.packets_sent = w.media_packets + w.retransmissions + w.parity_packets;
+            fr.retransmissions = w.retransmissions;
+            fr.delivered_bytes = rows.iter().filter(|r| r.render_ns.is_some()).map(|r| u64::from(r.size)).sum();
+            r.webrtc_frames.extend(rows);
+            r.webrtc_fps.extend(fps);
+            r.webrtc.push(w);
         }
         fr.goodput_bps = fr.delivered_bytes as f64 * 8.0 / fr.fct_s.unwrap_or(active).max(1e-9);
         fr.network_loss = lost_by_flow[i] as f64 / fr.packets_sent.max(1) as f64;

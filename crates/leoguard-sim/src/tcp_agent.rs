@@ -14,6 +14,8 @@ pub const FLAG_ACK: u16 = 2;
 /// Packet flag: the data is a retransmission.
 pub const FLAG_RETX: u16 = 4;
 
+// (Bits 59-62 of an agent wrapping a source are the M-PEP source's own tokens: keep clear of them.)
+const TOKEN_APP: u64 = 1 << 58;
 const TOKEN_REPORT: u64 = 1 << 60;
 const TOKEN_START: u64 = 1 << 61;
 const TOKEN_TIMER: u64 = 1 << 62;
@@ -63,9 +65,14 @@ pub struct TcpSource {
     /// application-perceived delay (send to in-order delivery, retransmissions and head-of-line
     /// blocking included).
     pub delay_every: u64,
-    /// (first byte, length, first sent) of the recorded segments.
+    /// (first byte, length, first sent) of the recorded segments (of an application-limited
+    /// stream: of the recorded writes, from the write).
     pub first_sent: Vec<(u64, u32, Instant)>,
+    /// An application-limited stream: the application writes `.1` bytes every `.0` from the start
+    /// (the sender must then be created with a limit of `Some(0)`); `None`: bulk or fixed size.
+    pub app_rate: Option<(Duration, u32)>,
     originals: u64,
+    writes: u64,
     /// While true the sender neither sends nor arms its protocol timer (its connection is being
     /// rebuilt: a split-TCP proxy it sends to is migrating).
     pub paused: bool,
@@ -89,7 +96,9 @@ impl TcpSource {
             handover_reports: Vec::new(),
             delay_every: 0,
             first_sent: Vec::new(),
+            app_rate: None,
             originals: 0,
+            writes: 0,
             paused: false,
             timer_gen: 0,
             armed: None,
@@ -104,7 +113,7 @@ impl TcpSource {
         let now = ctx.now();
         while let Some(seg) = self.tcp.poll_transmit(now) {
             let flags = FLAG_DATA | if seg.retransmission { FLAG_RETX } else { 0 };
-            if !seg.retransmission && self.delay_every > 0 {
+            if !seg.retransmission && self.delay_every > 0 && self.app_rate.is_none() {
                 if self.originals % self.delay_every == 0 {
                     self.first_sent.push((seg.seq, seg.len, now));
                 }
@@ -121,7 +130,7 @@ impl TcpSource {
                 ..Default::default()
             });
         }
-        if self.completed_at.is_none() && self.tcp.is_done() {
+        if self.completed_at.is_none() && self.tcp.is_done() && self.app_rate.is_none() {
             self.completed_at = Some(now);
         }
         // (Re-)arm the single protocol timer; a superseded timer is ignored by its generation.
@@ -162,6 +171,8 @@ impl Agent for TcpSource {
         }
         if self.start_at > ctx.now() {
             ctx.timer(self.start_at, TOKEN_START);
+        } else if self.app_rate.is_some() {
+            self.on_timer(TOKEN_APP, ctx);
         } else {
             self.pump(ctx);
         }
@@ -177,14 +188,30 @@ impl Agent for TcpSource {
     }
 
     fn on_timer(&mut self, token: u64, ctx: &mut Ctx) {
+        if token == TOKEN_APP {
+            if let Some((every, chunk)) = self.app_rate {
+                let at = self.tcp.limit().unwrap_or(0);
+                if self.delay_every > 0 && self.writes % self.delay_every == 0 {
+                    self.first_sent.push((at, chunk, ctx.now()));
+                }
+                self.writes += 1;
+                self.tcp.write(u64::from(chunk));
+                ctx.timer(ctx.now() + every, TOKEN_APP);
+                self.pump(ctx);
+            }
+            return;
+        }
         if token == TOKEN_SAMPLE {
             self.sample(ctx.now());
-            if !self.tcp.is_done() {
+            if !self.tcp.is_done() || self.app_rate.is_some() {
                 ctx.timer(ctx.now() + self.sample_every, TOKEN_SAMPLE);
             }
             return;
         }
         if token == TOKEN_START {
+            if self.app_rate.is_some() {
+                return self.on_timer(TOKEN_APP, ctx);
+            }
             self.pump(ctx);
             return;
         }

@@ -25,6 +25,7 @@ fn two_node(loss: LossSpec, flow: FlowKind) -> Scenario {
         satguard: None,
         linkguardian: None,
         mpep: None,
+        tambur: None,
         capture: None,
     }
 }
@@ -42,7 +43,10 @@ fn cbr_endpoint_loss_matches_the_link_model() {
 
 #[test]
 fn tcp_transfer_reports_fct_and_hides_loss() {
-    let s = two_node(LossSpec::Bernoulli { p: 0.01 }, FlowKind::Tcp { cc: "cubic".into(), bytes: Some(2_000_000) });
+    let s = two_node(
+        LossSpec::Bernoulli { p: 0.01 },
+        FlowKind::Tcp { cc: "cubic".into(), bytes: Some(2_000_000), rate: None },
+    );
     let r = run(&s).unwrap();
     let f = &r.flows[0];
     assert_eq!(f.delivered_bytes, 2_000_000);
@@ -52,7 +56,7 @@ fn tcp_transfer_reports_fct_and_hides_loss() {
 
 #[test]
 fn same_seed_same_result_other_seed_differs() {
-    let s = two_node(LossSpec::Bernoulli { p: 0.01 }, FlowKind::Tcp { cc: "bbr".into(), bytes: None });
+    let s = two_node(LossSpec::Bernoulli { p: 0.01 }, FlowKind::Tcp { cc: "bbr".into(), bytes: None, rate: None });
     assert_eq!(run(&s).unwrap(), run(&s).unwrap());
     let mut t = s.clone();
     t.seed = 2;
@@ -74,12 +78,17 @@ fn link(a: u32, b: u32, mbps: u64, ms: u64) -> LinkSpec {
 #[test]
 fn several_flows_share_nodes_and_a_bottleneck() {
     // Two CUBIC flows and one CBR flow, all from node 0 to node 2 over a 20 Mbit/s bottleneck.
-    let mut s = two_node(LossSpec::None, FlowKind::Tcp { cc: "cubic".into(), bytes: None });
+    let mut s = two_node(LossSpec::None, FlowKind::Tcp { cc: "cubic".into(), bytes: None, rate: None });
     s.nodes = 3;
     s.links = vec![link(0, 1, 100, 1), link(1, 2, 20, 10)];
     s.duration = Duration::from_secs(20);
-    let tcp =
-        |start| FlowSpec { src: 0, dst: 2, kind: FlowKind::Tcp { cc: "cubic".into(), bytes: None }, start, tc: 0 };
+    let tcp = |start| FlowSpec {
+        src: 0,
+        dst: 2,
+        kind: FlowKind::Tcp { cc: "cubic".into(), bytes: None, rate: None },
+        start,
+        tc: 0,
+    };
     s.flows = vec![
         tcp(Instant::ZERO),
         tcp(Instant(1_000_000_000)),
@@ -129,7 +138,7 @@ fn route_events_switch_between_two_paths() {
 
 #[test]
 fn a_run_in_slices_equals_one_run_and_partial_results_are_consistent() {
-    let s = two_node(LossSpec::Bernoulli { p: 0.01 }, FlowKind::Tcp { cc: "bbr".into(), bytes: None });
+    let s = two_node(LossSpec::Bernoulli { p: 0.01 }, FlowKind::Tcp { cc: "bbr".into(), bytes: None, rate: None });
     let whole = run(&s).unwrap();
     let mut r = Running::new(&s).unwrap();
     let mut t = 0;
@@ -160,7 +169,7 @@ fn satguard_hides_link_loss_from_the_endpoints() {
     let tcp = FlowSpec {
         src: 0,
         dst: 3,
-        kind: FlowKind::Tcp { cc: "cubic".into(), bytes: None },
+        kind: FlowKind::Tcp { cc: "cubic".into(), bytes: None, rate: None },
         start: Instant::ZERO,
         tc: crate::schemes::satguard::TC_DELAY_SENSITIVE,
     };
@@ -195,10 +204,10 @@ fn satguard_hides_link_loss_from_the_endpoints() {
 
 #[test]
 fn invalid_fields_are_named() {
-    let mut s = two_node(LossSpec::Bernoulli { p: 1.5 }, FlowKind::Tcp { cc: "cubic".into(), bytes: None });
+    let mut s = two_node(LossSpec::Bernoulli { p: 1.5 }, FlowKind::Tcp { cc: "cubic".into(), bytes: None, rate: None });
     assert!(run(&s).unwrap_err().to_string().contains("links[0].loss"));
     s.links[0].loss_ab = LossSpec::None;
-    s.flows[0].kind = FlowKind::Tcp { cc: "vegas".into(), bytes: None };
+    s.flows[0].kind = FlowKind::Tcp { cc: "vegas".into(), bytes: None, rate: None };
     assert!(run(&s).unwrap_err().to_string().contains("flows[0].cc = vegas"));
     s.flows[0].kind = FlowKind::Cbr { rate: Bps(0), size: 1000 };
     assert!(run(&s).unwrap_err().to_string().contains("flows[0].rate_bps = 0"));
@@ -288,6 +297,48 @@ fn satcp_reports_come_half_a_second_ahead_of_the_path_ends_handovers() {
         assert!((0.4..=0.6).contains(&lead), "{lead}");
     }
     // The controller registry knows SaTCP, so scenarios accept it.
-    let s = two_node(LossSpec::None, FlowKind::Tcp { cc: "satcp".into(), bytes: Some(100_000) });
+    let s = two_node(LossSpec::None, FlowKind::Tcp { cc: "satcp".into(), bytes: Some(100_000), rate: None });
     assert!(run(&s).unwrap().flows[0].fct_s.is_some());
+}
+
+#[test]
+fn a_rate_limited_tcp_stream_carries_its_rate_and_reports_its_application_delay() {
+    // 10 Mbit/s written one MSS at a time (1448 bytes every 1.1584 ms) over 50 Mbit/s, 10 ms: the
+    // stream never queues, so each write is delivered one way later: 10 ms + 1500 bytes at
+    // 50 Mbit/s (0.24 ms). With 2 % loss some writes wait for a retransmission (>= one RTT more)
+    // and hold the later ones back.
+    let stream = FlowKind::Tcp { cc: "cubic".into(), bytes: None, rate: Some(Bps::mbps(10)) };
+    let mut s = two_node(LossSpec::None, stream.clone());
+    s.app_delay_every = 1;
+    let r = run(&s).unwrap();
+    let f = &r.flows[0];
+    let writes = (10.0 / (1448.0 * 8.0 / 10e6)) as u64;
+    // Everything written arrives but the writes of the last 10.24 ms (9 of them), still in flight.
+    let missing = (writes * 1448).saturating_sub(f.delivered_bytes);
+    assert!(missing <= 10 * 1448, "{} vs {}", f.delivered_bytes, writes * 1448);
+    assert!(f.fct_s.is_none(), "a stream never completes");
+    assert!(r.app_delay.len() as u64 >= writes - 1);
+    // (In the first round trips the stream outruns the initial window of 10 segments: 17.7 writes
+    // per RTT; writes wait for ACKs until slow start has opened the window.)
+    for d in r.app_delay.iter().filter(|d| d.delivered_ns.is_some() && d.sent_ns > 1_000_000_000) {
+        let ms = (d.delivered_ns.unwrap() - d.sent_ns) as f64 / 1e6;
+        assert!((ms - 10.24).abs() < 0.01, "{ms} ms for the write at {}", d.seq);
+    }
+    let mut lossy = two_node(LossSpec::Bernoulli { p: 0.02 }, stream);
+    lossy.app_delay_every = 1;
+    let r = run(&lossy).unwrap();
+    let mut ms: Vec<f64> =
+        r.app_delay.iter().filter_map(|d| d.delivered_ns.map(|t| (t - d.sent_ns) as f64 / 1e6)).collect();
+    ms.sort_by(f64::total_cmp);
+    assert!(r.flows[0].retransmissions > 0);
+    assert!(ms[0] > 10.2 && ms[ms.len() * 99 / 100] > 30.0, "p0 {} p99 {}", ms[0], ms[ms.len() * 99 / 100]);
+    // Series sampling goes on while the stream idles between writes.
+    assert!(r.series.iter().filter(|x| x.flow == 0).count() >= 99);
+}
+
+#[test]
+fn a_tcp_flow_with_both_rate_and_bytes_is_refused() {
+    let s = two_node(LossSpec::None, FlowKind::Tcp { cc: "cubic".into(), bytes: Some(10), rate: Some(Bps::mbps(1)) });
+    let e = s.validate().unwrap_err().to_string();
+    assert!(e.contains("flows[0].bytes") && e.contains("not both"), "{e}");
 }

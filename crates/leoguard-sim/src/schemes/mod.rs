@@ -37,6 +37,7 @@ macro_rules! counters {
 pub mod linkguardian;
 pub mod mpep;
 pub mod satguard;
+pub mod tambur;
 
 use crate::constellation::TopoInfo;
 use crate::engine::NodeId;
@@ -93,5 +94,7 @@ pub fn attach(s: &Scenario, sim: &mut Sim, topo: Option<&TopoInfo>) -> Result<Ve
             hooks.push(sim.attach_hook(NodeId(n), Box::new(hook)));
         }
     }
+    // Tambur's hooks are attached after the flows (`tambur::attach`): they protect web connections
+    // too, whose flow ids exist only once the flows are hosted.
     Ok(hooks)
 }

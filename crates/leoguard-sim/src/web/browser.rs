@@ -24,6 +24,8 @@ use std::collections::VecDeque;
 const TOKEN_NEXT: u64 = 1 << 63;
 const TOKEN_DNS: u64 = 1 << 62;
 const TOKEN_CONN: u64 = 1 << 61;
+/// A SaTCP handover report (index in the low bits).
+pub(crate) const TOKEN_REPORT: u64 = 1 << 60;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -107,6 +109,9 @@ pub struct WebClient {
     pub think: Duration,
     /// When the first load starts.
     pub start_at: Instant,
+    /// When the link layer reports an upcoming handover (SaTCP): passed to every open connection's
+    /// sender, in time order.
+    pub handover_reports: Vec<Instant>,
     /// Loads started so far.
     pub loads: Vec<Load>,
     /// First slot of each load (one past the last: the slot total).
@@ -141,6 +146,7 @@ impl WebClient {
             pages,
             think,
             start_at: Instant::ZERO,
+            handover_reports: Vec::new(),
             loads: Vec::new(),
             slot_base,
             split: None,
@@ -436,6 +442,9 @@ impl Agent for WebClient {
     }
 
     fn start(&mut self, ctx: &mut Ctx) {
+        for (i, &t) in self.handover_reports.iter().enumerate() {
+            ctx.timer(t, TOKEN_REPORT | i as u64);
+        }
         if self.start_at > ctx.now() {
             ctx.timer(self.start_at, TOKEN_NEXT);
         } else {
@@ -538,6 +547,12 @@ impl Agent for WebClient {
                 });
             }
             self.settle(k, ci, ctx);
+            return;
+        }
+        if token & (TOKEN_NEXT | TOKEN_DNS | TOKEN_CONN) == 0 && token & TOKEN_REPORT != 0 {
+            for c in self.loads.iter_mut().flat_map(|l| l.conns.iter_mut()) {
+                c.ep.tx.cc_report_handover(now);
+            }
             return;
         }
         if token & TOKEN_DNS != 0 && token & TOKEN_NEXT == 0 {

@@ -12,6 +12,7 @@ use crate::engine::{NodeId, Packet};
 use crate::schemes::mpep::web::{chains_of, lock_split, WebSplit, TOKEN_SOURCE_RESUME};
 use crate::sim::{Agent, Ctx};
 use crate::tcp_agent::FLAG_ACK;
+use leoguard_core::Instant;
 use leoguard_proto::tcp::TcpConfig;
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -42,6 +43,8 @@ pub struct WebServer {
     pub split: Option<WebSplit>,
     /// Slot of each server-side segment flow id of a split connection (built on first use).
     split_slots: BTreeMap<u32, usize>,
+    /// When the link layer reports an upcoming handover (SaTCP): passed to every connection's sender.
+    pub handover_reports: Vec<Instant>,
     wire: SharedWire,
     cfg: TcpConfig,
 }
@@ -60,6 +63,7 @@ impl WebServer {
             synacks: 0,
             split: None,
             split_slots: BTreeMap::new(),
+            handover_reports: Vec::new(),
             wire,
             cfg: TcpConfig::default(),
         }
@@ -123,7 +127,11 @@ impl Agent for WebServer {
         self
     }
 
-    fn start(&mut self, _ctx: &mut Ctx) {}
+    fn start(&mut self, ctx: &mut Ctx) {
+        for (i, &t) in self.handover_reports.iter().enumerate() {
+            ctx.timer(t, super::browser::TOKEN_REPORT | i as u64);
+        }
+    }
 
     fn on_packet(&mut self, p: &Packet, ctx: &mut Ctx) {
         let Some(slot) = self.slot_of(p.flow) else { return };
@@ -196,6 +204,12 @@ impl Agent for WebServer {
                 ep.tx.restart(cc, at);
             }
             self.settle(slot, ctx);
+            return;
+        }
+        if token & TOKEN_CONN == 0 && token & super::browser::TOKEN_REPORT != 0 {
+            for ep in self.conns.iter_mut().flatten() {
+                ep.tx.cc_report_handover(ctx.now());
+            }
             return;
         }
         let slot = ((token & !TOKEN_CONN) >> 32) as usize;

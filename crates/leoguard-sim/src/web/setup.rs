@@ -40,8 +40,15 @@ pub fn validate(i: usize, cc: &str, pages: &[u32]) -> Result<(), ScenarioError> 
 /// Hosts web flow `i` (a [`FlowKind::Web`]) on `sim`: the browser on its source node, the server on
 /// its destination node, both bound to the flow id `i` and to a block of connection flow ids
 /// starting at `owner.len()` (appended to `owner`, each marked as belonging to flow `i`).
-pub fn attach(sim: &mut Sim, i: usize, f: &FlowSpec, owner: &mut Vec<u32>) -> (AgentId, AgentId) {
-    attach_split(sim, i, f, owner, None)
+/// `reports`: when the link layer reports upcoming handovers to both ends' senders (SaTCP).
+pub fn attach(
+    sim: &mut Sim,
+    i: usize,
+    f: &FlowSpec,
+    owner: &mut Vec<u32>,
+    reports: Vec<Instant>,
+) -> (AgentId, AgentId) {
+    attach_split(sim, i, f, owner, reports, None)
 }
 
 /// [`attach`] with the connections' M-PEP chains in `split` (filled in by the caller).
@@ -50,6 +57,7 @@ pub fn attach_split(
     i: usize,
     f: &FlowSpec,
     owner: &mut Vec<u32>,
+    reports: Vec<Instant>,
     split: Option<WebSplit>,
 ) -> (AgentId, AgentId) {
     let FlowKind::Web { cc, http, corpus_seed, pages, think } = &f.kind else {
@@ -57,7 +65,7 @@ pub fn attach_split(
     };
     let pages: Vec<Page> = pages.iter().map(|&p| page(*corpus_seed, p)).collect();
     let first_flow = owner.len() as u32;
-    let opts = Hosting { http: *http, cc, think: *think, start: f.start, tc: f.tc, split };
+    let opts = Hosting { http: *http, cc, think: *think, start: f.start, tc: f.tc, reports, split };
     let (a, b, slots) = host(sim, i as u32, first_flow, NodeId(f.src), NodeId(f.dst), pages, &opts);
     owner.extend(std::iter::repeat_n(i as u32, slots as usize));
     (a, b)
@@ -78,6 +86,8 @@ pub struct Hosting<'a> {
     pub tc: u8,
     /// The connections' M-PEP chains (None: not split).
     pub split: Option<WebSplit>,
+    /// SaTCP handover reports to both ends' senders.
+    pub reports: Vec<Instant>,
 }
 
 /// Hosts a browser on `src` loading `pages` from a server on `dst`, bound to flow `flow` and to the
@@ -97,8 +107,10 @@ pub fn host(
     let mut client = WebClient::new(flow, first_flow, dst, o.http, o.cc, pages, o.think, slot_base, wire.clone());
     client.start_at = o.start;
     client.tc = o.tc;
+    client.handover_reports = o.reports.clone();
     client.split = o.split.clone();
     let mut server = WebServer::new(first_flow, slots, src, o.http, o.cc, o.tc, wire);
+    server.handover_reports = o.reports.clone();
     server.split = o.split.clone();
     let (a, b) = (sim.attach_flow(src, flow, Box::new(client)), sim.attach_flow(dst, flow, Box::new(server)));
     for id in first_flow..first_flow + slots {

@@ -223,7 +223,7 @@ fn nyc_lon(secs: u64, policy: leoguard_orbit::Policy, mpep: Option<MpepOptions>)
     let tcp = |bytes, start| FlowSpec {
         src: 2,
         dst: 0,
-        kind: FlowKind::Tcp { cc: "cubic".into(), bytes },
+        kind: FlowKind::Tcp { cc: "cubic".into(), bytes, rate: None },
         start: Instant(start),
         tc: 0,
     };
@@ -243,6 +243,7 @@ fn nyc_lon(secs: u64, policy: leoguard_orbit::Policy, mpep: Option<MpepOptions>)
         satguard: None,
         linkguardian: None,
         mpep,
+        tambur: None,
         capture: None,
     }
 }

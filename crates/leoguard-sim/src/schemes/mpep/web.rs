@@ -280,11 +280,12 @@ pub fn attach_web(
     owner: &mut Vec<u32>,
     at: &Placement<'_>,
     extra: &mut Extra,
+    reports: Vec<leoguard_core::Instant>,
 ) -> Result<(AgentId, AgentId), ScenarioError> {
     let FlowKind::Web { cc, .. } = &f.kind else { unreachable!("attach_web is called for web flows only") };
     let split: WebSplit = Arc::new(Mutex::new(Vec::new()));
     let first_flow = owner.len() as u32;
-    let (a, b) = crate::web::setup::attach_split(sim, i, f, owner, Some(Arc::clone(&split)));
+    let (a, b) = crate::web::setup::attach_split(sim, i, f, owner, reports, Some(Arc::clone(&split)));
     let slots = owner.len() as u32 - first_flow;
     let hops = chain_hops(at.topo, at.info, at.opts, f.src, f.dst).map_err(|e| bad(i, &e))?;
     if hops.len() <= 2 {

@@ -56,6 +56,7 @@ fn nyc_lon(secs: u64, flows: Vec<FlowSpec>, mpep: Option<MpepOptions>) -> Scenar
         satguard: None,
         linkguardian: None,
         mpep,
+        tambur: None,
         capture: None,
     }
 }

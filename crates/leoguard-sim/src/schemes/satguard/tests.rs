@@ -71,6 +71,7 @@ fn nyc_lon(satguard: Option<SatguardOptions>, loss: f64) -> Scenario {
         satguard,
         linkguardian: None,
         mpep: None,
+        tambur: None,
         capture: None,
     }
 }
