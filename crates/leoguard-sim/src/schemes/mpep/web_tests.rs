@@ -229,3 +229,22 @@ fn a_small_udp_buffer_drops_and_counts_what_does_not_fit() {
     let bad = MpepOptions { udp_buffer_bytes: Some(1 << 40), ..Default::default() };
     assert!(bad.validate().unwrap_err().to_string().contains("mpep.udp_buffer_bytes"));
 }
+
+#[test]
+fn web_loads_finish_under_starlink_loss_and_handover_interruptions() {
+    // Lost SYNs and SYN-ACKs between proxies are sent again (1 s, doubling), lost data is
+    // retransmitted per segment: every load of the flow finishes, the 12 s handover included.
+    let pages: Vec<u32> = (0..8).collect();
+    let mut s = nyc_lon(30, vec![web(pages, 8_000, 200)], Some(MpepOptions::default()));
+    let c = s.constellation.as_mut().unwrap();
+    c.gsl_loss = crate::loss::LossSpec::Starlink { boundary_offset_s: 7, outages: vec![] };
+    c.options.interruption = leoguard_orbit::InterruptionModel::Uniform(0.03, 0.2);
+    let r = run(&s);
+    assert_eq!(r.web.len(), 8);
+    assert!(r.web.iter().all(|w| w.plt_ns.is_some()), "{:?}", r.web);
+    let st = r.mpep.unwrap();
+    let conns: u64 = r.web.iter().map(|w| u64::from(w.connections)).sum();
+    assert_eq!((st.split_connections, st.proxies), (conns, 3 * conns));
+    assert!(st.proxy_syn_acks >= 3 * conns);
+    assert!(st.retx_ground_proxies + st.retx_satellite_proxies > 0, "{st:?}");
+}
