@@ -333,11 +333,15 @@ class Mpep(_Model):
     on a handover the satellite proxy's state migrates over the ISLs and both of its connections
     restart in slow start. Constellation topologies only. `buffer_bytes`: each proxy's buffer (default:
     the ground-link rate x 100 ms); `state_overhead_bytes`: connection state shipped per migration
-    besides the buffered data; `gateway_satellites`: also proxy on ground stations' ingress satellites."""
+    besides the buffered data; `gateway_satellites`: also proxy on ground stations' ingress satellites.
+    Web connections are split the same way (both directions; the SYN terminates at the first proxy);
+    UDP (cbr) packets are relayed, held while a satellite proxy migrates, in at most
+    `udp_buffer_bytes` per flow (default: the proxy buffer; beyond it they are dropped and counted)."""
 
     buffer_bytes: int | None = Field(default=None, ge=2896, le=1 << 32)
     state_overhead_bytes: int = Field(default=4096, ge=0, le=1 << 32)
     gateway_satellites: bool = True
+    udp_buffer_bytes: int | None = Field(default=None, ge=0, le=1 << 32)
 
 
 class Tambur(_Model):

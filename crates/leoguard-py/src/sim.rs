@@ -236,6 +236,9 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
             if let Some(v) = get(&g, "gateway_satellites")? {
                 o.gateway_satellites = v;
             }
+            if let Some(b) = get(&g, "udp_buffer_bytes")? {
+                o.udp_buffer_bytes = Some(b);
+            }
             o.validate().map_err(|e| LeoguardError::new_err(e.to_string()))?;
             Some(o)
         }

@@ -582,6 +582,8 @@ pub struct Running {
     chains: Vec<(crate::schemes::mpep::SharedChain, AgentId, usize)>,
     /// Scenario flow of each flow id (web connections have ids above the scenario's flows).
     owner: Vec<u32>,
+    /// M-PEP's web connection chains and UDP relays.
+    mpep_extra: crate::schemes::mpep::web::Extra,
 }
 
 impl Running {
@@ -597,9 +599,8 @@ impl Running {
             let mut ends: Vec<u32> = s.flows.iter().flat_map(|f| [f.src, f.dst]).collect();
             let mut serving_of = Vec::new();
             if let Some(m) = &s.mpep {
-                let tcp: Vec<(u32, u32)> = (s.flows.iter().filter(|f| matches!(f.kind, FlowKind::Tcp { .. })))
-                    .map(|f| (f.src, f.dst))
-                    .collect();
+                // Every flow kind goes through the proxies (TCP and web split, UDP relayed).
+                let tcp: Vec<(u32, u32)> = s.flows.iter().map(|f| (f.src, f.dst)).collect();
                 // Ground proxies are addressed on their ground nodes.
                 ends.extend(tcp.iter().flat_map(|&(a, b)| [c.ground_of(a), c.ground_of(b)]).flatten());
                 serving_of = crate::schemes::mpep::proxied_grounds(c, m, &tcp);
@@ -643,6 +644,16 @@ impl Running {
         let mut ends = Vec::with_capacity(s.flows.len());
         let mut chains = Vec::new();
         let mut owner: Vec<u32> = (0..s.flows.len() as u32).collect();
+        let mut mpep_extra = crate::schemes::mpep::web::Extra::default();
+        let mpep_at = match (&s.mpep, &s.constellation, &topo_info) {
+            (Some(m), Some(c), Some(info)) => Some(crate::schemes::mpep::web::Placement {
+                topo: c,
+                info,
+                opts: m,
+                buffer: m.buffer_or_default(c.gsl_rate).max(2 * u64::from(cfg.mss)),
+            }),
+            _ => None,
+        };
         for (i, f) in s.flows.iter().enumerate() {
             let flow = i as u32;
             if let FlowKind::Web { .. } = &f.kind {
@@ -654,7 +665,13 @@ impl Running {
                     }
                     _ => Vec::new(),
                 };
-                ends.push(crate::web::setup::attach(&mut sim, i, f, &mut owner, reports));
+                ends.push(match &mpep_at {
+                    Some(at) => {
+                        use crate::schemes::mpep::web::attach_web;
+                        attach_web(&mut sim, i, f, &mut owner, at, &mut mpep_extra, reports)?
+                    }
+                    None => crate::web::setup::attach(&mut sim, i, f, &mut owner, reports),
+                });
                 continue;
             }
             let (src, dst): (Box<dyn crate::sim::Agent>, Box<dyn crate::sim::Agent>) = match &f.kind {
@@ -684,10 +701,7 @@ impl Running {
                         let bad = |e: &dyn ToString| invalid(format!("flows[{i}]"), "mpep", &e.to_string());
                         let hops = mpep::chain_hops(c, info, m, f.src, f.dst).map_err(|e| bad(&e))?;
                         if hops.len() > 2 {
-                            let buffer = m.buffer_bytes.unwrap_or_else(|| {
-                                (c.gsl_rate.0 as u128 * mpep::DEFAULT_BUFFER_RTT.as_nanos() as u128 / 8_000_000_000)
-                                    as u64
-                            });
+                            let buffer = m.buffer_or_default(c.gsl_rate);
                             let chain = mpep::Chain::new(
                                 flow,
                                 &hops,
@@ -727,18 +741,32 @@ impl Running {
                         start: f.start,
                         tc: f.tc,
                     };
+                    if let Some(at) = &mpep_at {
+                        let cap = at.opts.udp_buffer_bytes.unwrap_or(at.buffer);
+                        use crate::schemes::mpep::web::attach_udp;
+                        attach_udp(&mut sim, flow, f.src, f.dst, at, cap, &mut mpep_extra)?;
+                    }
                     (Box::new(src), Box::<Sink>::default())
                 }
                 FlowKind::Web { .. } => unreachable!("attached above"),
-                FlowKind::Webrtc(cfg) => crate::webrtc::agents(flow, f.src, f.dst, *cfg, f.start, f.tc, s.seed),
+                FlowKind::Webrtc(cfg) => {
+                    if let Some(at) = &mpep_at {
+                        // RTP media and RTCP feedback share the flow id: both are relayed.
+                        let cap = at.opts.udp_buffer_bytes.unwrap_or(at.buffer);
+                        use crate::schemes::mpep::web::attach_udp;
+                        attach_udp(&mut sim, flow, f.src, f.dst, at, cap, &mut mpep_extra)?;
+                    }
+                    crate::webrtc::agents(flow, f.src, f.dst, *cfg, f.start, f.tc, s.seed)
+                }
             };
             ends.push((sim.attach_flow(NodeId(f.src), flow, src), sim.attach_flow(NodeId(f.dst), flow, dst)));
         }
+        crate::schemes::mpep::web::install_udp(&mut sim, &mut mpep_extra);
         let end = Instant(s.duration.as_nanos());
         if let Some(opts) = &s.tambur {
             hooks.extend(crate::schemes::tambur::attach(s, opts, &owner, &mut sim));
         }
-        Ok(Running { s: s.clone(), sim, ends, end, hooks, chains, owner })
+        Ok(Running { s: s.clone(), sim, ends, end, hooks, chains, owner, mpep_extra })
     }
 
     /// The end of the run.
@@ -795,8 +823,10 @@ impl Running {
                     r.flows[*i].goodput_bps = r.flows[*i].delivered_bytes as f64 * 8.0 / active;
                 }
             }
-            let list: Vec<_> = self.chains.iter().map(|(c, a, _)| (std::sync::Arc::clone(c), *a)).collect();
-            let (stats, records) = mpep::totals(&self.sim, &list);
+            let mut list: Vec<_> = self.chains.iter().map(|(c, a, _)| (std::sync::Arc::clone(c), *a)).collect();
+            list.extend(self.mpep_extra.chains.iter().map(|(c, a)| (std::sync::Arc::clone(c), *a)));
+            let (mut stats, records) = mpep::totals(&self.sim, &list);
+            self.mpep_extra.add_udp(&self.sim, &mut stats);
             r.mpep = Some(stats);
             r.mpep_migrations = records;
         }

@@ -24,6 +24,8 @@ use crate::constellation::{ConstellationTopo, TopoInfo};
 use crate::engine::{NodeId, Packet};
 use crate::sim::{Agent, AgentId, Ctx, Sim};
 use crate::tcp_agent::{TcpSink, TcpSource, FLAG_ACK, FLAG_DATA, FLAG_RETX};
+use crate::web::conn::FLAG_SYN;
+use crate::web::SETUP_TIMEOUT;
 use leoguard_core::{Bps, Bytes, Duration, Instant};
 use leoguard_orbit::geo::{distance, light_delay_s};
 use leoguard_orbit::Role;
@@ -53,11 +55,19 @@ pub struct MpepOptions {
     /// Whether ground stations' ingress satellites also host proxies (the paper: "ground stations,
     /// dishes and their ingress satellites"); false: only user terminals' ingress satellites.
     pub gateway_satellites: bool,
+    /// Bytes of UDP packets a satellite proxy holds per flow while it migrates (None: the proxy
+    /// buffer); packets beyond are dropped and counted.
+    pub udp_buffer_bytes: Option<u64>,
 }
 
 impl Default for MpepOptions {
     fn default() -> Self {
-        MpepOptions { buffer_bytes: None, state_overhead_bytes: DEFAULT_STATE_OVERHEAD, gateway_satellites: true }
+        MpepOptions {
+            buffer_bytes: None,
+            state_overhead_bytes: DEFAULT_STATE_OVERHEAD,
+            gateway_satellites: true,
+            udp_buffer_bytes: None,
+        }
     }
 }
 
@@ -70,6 +80,9 @@ pub enum MpepError {
     /// The state overhead is absurdly large.
     #[error("mpep.state_overhead_bytes = {0}: must be at most 2^32 bytes")]
     Overhead(u64),
+    /// The UDP buffer is absurdly large.
+    #[error("mpep.udp_buffer_bytes = {0}: must be at most 2^32 bytes")]
+    UdpBuffer(u64),
     /// M-PEP runs on a constellation only (it needs ingress satellites and handovers).
     #[error("mpep needs a constellation topology ([topology] kind = \"constellation\")")]
     NoConstellation,
@@ -89,7 +102,17 @@ impl MpepOptions {
         if self.state_overhead_bytes > 1 << 32 {
             return Err(MpepError::Overhead(self.state_overhead_bytes));
         }
+        if let Some(b) = self.udp_buffer_bytes.filter(|&b| b > 1 << 32) {
+            return Err(MpepError::UdpBuffer(b));
+        }
         Ok(())
+    }
+
+    /// The proxy buffer: `buffer_bytes`, or the ground-link rate x [`DEFAULT_BUFFER_RTT`].
+    pub fn buffer_or_default(&self, gsl_rate: Bps) -> u64 {
+        self.buffer_bytes.unwrap_or_else(|| {
+            (u128::from(gsl_rate.0) * u128::from(DEFAULT_BUFFER_RTT.as_nanos()) / 8_000_000_000) as u64
+        })
     }
 }
 
@@ -174,6 +197,20 @@ pub struct MpepStats {
     pub stale_packets: u64,
     /// Window updates proxies sent upstream after their buffer drained.
     pub window_updates: u64,
+    /// Connections split: TCP flows plus web connections that reached a proxy.
+    pub split_connections: u64,
+    /// SYN-ACKs proxies sent (a proxy terminates the SYN of its upstream hop).
+    pub proxy_syn_acks: u64,
+    /// UDP flows relayed by satellite proxies.
+    pub udp_flows: u64,
+    /// Migrations of UDP relays.
+    pub udp_migrations: u64,
+    /// UDP packets held during migrations (released when the state arrived).
+    pub udp_held: u64,
+    /// UDP packets dropped because a relay's buffer was full.
+    pub udp_dropped: u64,
+    /// Largest number of bytes one UDP relay held.
+    pub udp_max_held_bytes: u64,
 }
 
 impl MpepStats {
@@ -192,6 +229,13 @@ impl MpepStats {
             ("slow_start_restarts", self.slow_start_restarts),
             ("stale_packets", self.stale_packets),
             ("window_updates", self.window_updates),
+            ("split_connections", self.split_connections),
+            ("proxy_syn_acks", self.proxy_syn_acks),
+            ("udp_flows", self.udp_flows),
+            ("udp_migrations", self.udp_migrations),
+            ("udp_held", self.udp_held),
+            ("udp_dropped", self.udp_dropped),
+            ("udp_max_held_bytes", self.udp_max_held_bytes),
         ]
     }
 }
@@ -208,6 +252,11 @@ struct Hop {
     gen: u64,
     armed: Option<Instant>,
     cwnd_before: u64,
+    /// Whether the hop's downstream connection is set up (without a handshake: always).
+    open: bool,
+    /// When the hop sends its SYN (again) while the connection is not open.
+    syn_due: Option<Instant>,
+    syn_tries: u32,
 }
 
 /// The proxies of one flow and what they share.
@@ -235,6 +284,22 @@ pub struct Chain {
     stale: u64,
     skipped: u64,
     restarts: u64,
+    /// Packet flag bit set on everything the chain sends (a web connection's reverse direction).
+    dir_flag: u16,
+    /// Bits OR'd into the tokens of the chain's timers and wakes (to tell two chains on one agent).
+    tag: u64,
+    /// Token that wakes the source when its next hop resumes (None: an [`MpepSource`]'s).
+    source_wake: Option<u64>,
+    /// Whether proxies open their downstream connections with a SYN handshake (web connections).
+    handshake: bool,
+    /// Whether proxies hold state (a TCP flow: always; a web connection: from its SYN reaching a
+    /// proxy until the browser is done with it).
+    live: bool,
+    closed: bool,
+    /// Whether the chain's proxies and migrations count in [`MpepStats`] (the reverse direction of a
+    /// web connection shares its proxies and migrations with the forward one).
+    counted: bool,
+    syn_acks: u64,
 }
 
 /// A chain shared by its agents.
@@ -276,7 +341,19 @@ impl Chain {
                 }
                 HopRole::Source | HopRole::Receiver => None,
             };
-            out.push(Hop { role, node, active: true, paused: false, proxy, gen: 0, armed: None, cwnd_before: 0 });
+            out.push(Hop {
+                role,
+                node,
+                active: true,
+                paused: false,
+                proxy,
+                gen: 0,
+                armed: None,
+                cwnd_before: 0,
+                open: true,
+                syn_due: None,
+                syn_tries: 0,
+            });
         }
         Ok(Chain {
             flow,
@@ -298,6 +375,14 @@ impl Chain {
             stale: 0,
             skipped: 0,
             restarts: 0,
+            dir_flag: 0,
+            tag: 0,
+            source_wake: None,
+            handshake: false,
+            live: true,
+            closed: false,
+            counted: true,
+            syn_acks: 0,
         })
     }
 
@@ -363,7 +448,7 @@ impl Chain {
             size: self.header,
             dst: self.hops[seg].node.0,
             sent_at: ctx.now(),
-            flags: FLAG_ACK,
+            flags: FLAG_ACK | self.dir_flag,
             net: crate::engine::NetFields { tc: self.tc, ..Default::default() },
             ..Default::default()
         });
@@ -373,12 +458,27 @@ impl Chain {
     fn pump(&mut self, h: usize, ctx: &mut Ctx) {
         let now = ctx.now();
         let (flow, dst, tc, header) = (self.seg_flows[h], self.hops[h + 1].node, self.tc, self.header);
-        let last = h + 2 == self.hops.len();
+        let (last, dir, tag) = (h + 2 == self.hops.len(), self.dir_flag, self.tag);
         let hop = &mut self.hops[h];
         let Some(p) = hop.proxy.as_mut().filter(|_| hop.active) else { return };
-        if !hop.paused {
+        if !hop.open && hop.syn_due.is_none_or(|t| t <= now) {
+            // The downstream connection is not set up: (re)send the SYN, RFC 6298's 1 s first
+            // timeout doubled per try (as the browser does).
+            hop.syn_tries += 1;
+            hop.syn_due = Some(now + Duration(SETUP_TIMEOUT.as_nanos() << (hop.syn_tries - 1).min(6)));
+            ctx.send(Packet {
+                flow,
+                size: crate::web::sizes::SYN,
+                dst: dst.0,
+                sent_at: now,
+                flags: FLAG_SYN | dir,
+                net: crate::engine::NetFields { tc, ..Default::default() },
+                ..Default::default()
+            });
+        }
+        if !hop.paused && hop.open {
             while let Some(seg) = p.poll_transmit(now) {
-                let flags = FLAG_DATA | if seg.retransmission { FLAG_RETX } else { 0 };
+                let flags = FLAG_DATA | dir | if seg.retransmission { FLAG_RETX } else { 0 };
                 ctx.send(Packet {
                     flow,
                     seq: seg.seq,
@@ -394,12 +494,13 @@ impl Chain {
         if last && self.completed_at.is_none() && self.total.is_some_and(|t| p.tx.snd_una() >= t) {
             self.completed_at = Some(now);
         }
-        let want = p.poll_timeout().filter(|&t| t > now);
+        let syn = hop.syn_due.filter(|_| !hop.open);
+        let want = [p.poll_timeout(), syn].into_iter().flatten().filter(|&t| t > now).min();
         if want != hop.armed {
             hop.armed = want;
             hop.gen = (hop.gen + 1) & 0xFFFF_FFFF;
             if let Some(t) = want {
-                ctx.timer(t, TOKEN_TIMER | (h as u64) << 32 | hop.gen);
+                ctx.timer(t, TOKEN_TIMER | (h as u64) << 32 | hop.gen | tag);
             }
         }
     }
@@ -416,7 +517,9 @@ impl Chain {
     fn on_packet(&mut self, node: NodeId, p: &Packet, ctx: &mut Ctx) {
         let Some(seg) = self.seg_of(p.flow) else { return };
         let now = ctx.now();
-        if p.flags & FLAG_DATA != 0 {
+        if p.flags & FLAG_SYN != 0 {
+            self.on_syn(node, seg, p, ctx);
+        } else if p.flags & FLAG_DATA != 0 {
             let h = seg + 1;
             if !self.here(h, node) {
                 return;
@@ -439,6 +542,34 @@ impl Chain {
             }
             self.pump(h, ctx);
         }
+    }
+
+    /// A SYN (from upstream) or SYN-ACK (from downstream) of segment `seg`: a proxy terminates the
+    /// SYN (answers it at once and opens its own downstream connection, RFC 3135 §2.4); a SYN-ACK
+    /// opens the hop's downstream connection, and what it buffered meanwhile goes out.
+    fn on_syn(&mut self, node: NodeId, seg: usize, p: &Packet, ctx: &mut Ctx) {
+        let h = if p.flags & FLAG_ACK != 0 { seg } else { seg + 1 };
+        if !self.here(h, node) {
+            return;
+        }
+        if p.flags & FLAG_ACK != 0 {
+            let hop = &mut self.hops[h];
+            hop.open = true;
+            hop.syn_due = None;
+        } else {
+            self.live = true;
+            self.syn_acks += 1;
+            ctx.send(Packet {
+                flow: p.flow,
+                size: crate::web::sizes::SYN,
+                dst: self.hops[seg].node.0,
+                sent_at: ctx.now(),
+                flags: FLAG_SYN | FLAG_ACK | self.dir_flag,
+                net: crate::engine::NetFields { tc: self.tc, ..Default::default() },
+                ..Default::default()
+            });
+        }
+        self.pump(h, ctx);
     }
 
     fn on_protocol_timer(&mut self, node: NodeId, token: u64, ctx: &mut Ctx) {
@@ -467,15 +598,22 @@ impl Chain {
     /// The handover of migration `m`: the proxy stops, its state leaves for the new satellite, the
     /// hop upstream of it pauses; the new node and the upstream hop are woken when the state arrives.
     fn start_migration(&mut self, m: usize, ctx: &mut Ctx) {
+        self.start_migration_with(m, 0, ctx);
+    }
+
+    /// Starts migration `m` shipping `extra` bytes besides the proxy's own state (what the proxy of
+    /// the connection's other direction holds: both directions' state crosses in one transfer).
+    fn start_migration_with(&mut self, m: usize, extra: u64, ctx: &mut Ctx) {
         let mig = self.migrations[m];
         let h = mig.hop;
         if !self.hops[h].active || self.started[m].is_some() {
             self.skipped += 1;
             return;
         }
+        let tag = self.tag;
         let hop = &mut self.hops[h];
         let Some(p) = hop.proxy.as_ref() else { return };
-        let state = p.buffered() + self.overhead;
+        let state = p.buffered() + self.overhead + extra;
         let delay = mig.propagation + mig.isl_rate.transmission_time(Bytes(state)).unwrap_or(Duration::ZERO);
         hop.cwnd_before = p.tx.cc().cwnd();
         hop.active = false;
@@ -495,11 +633,33 @@ impl Chain {
         self.hops[h - 1].paused = true;
         let at = ctx.now() + delay;
         if let Some(&a) = self.agents.get(&mig.to) {
-            ctx.wake(a, at, TOKEN_MIG_RESUME | m as u64);
+            ctx.wake(a, at, TOKEN_MIG_RESUME | m as u64 | tag);
         }
         if let Some(a) = self.agent_of(h - 1) {
-            ctx.wake(a, at, TOKEN_UP_RESUME | m as u64);
+            ctx.wake(a, at, self.up_token(h - 1, m));
         }
+    }
+
+    /// The token that tells hop `u` its next hop resumed after migration `m`.
+    fn up_token(&self, u: usize, m: usize) -> u64 {
+        match self.source_wake {
+            Some(t) if u == 0 => t,
+            _ => TOKEN_UP_RESUME | m as u64 | self.tag,
+        }
+    }
+
+    /// The handover of migration `m` for a proxy holding no state (a web connection not yet set
+    /// up or already done): the proxy just runs on the new satellite from now on.
+    fn relocate(&mut self, m: usize) {
+        let mig = self.migrations[m];
+        if self.started[m].is_none() && self.hops[mig.hop].active {
+            self.hops[mig.hop].node = mig.to;
+        }
+    }
+
+    /// Bytes the proxy of hop `h` holds.
+    fn buffered_at(&self, h: usize) -> u64 {
+        self.hops.get(h).and_then(|x| x.proxy.as_ref()).map_or(0, SplitProxy::buffered)
     }
 
     fn agent_of(&self, h: usize) -> Option<AgentId> {
@@ -524,6 +684,8 @@ impl Chain {
         let hop = &mut self.hops[h];
         hop.node = mig.to;
         hop.active = true;
+        // A handshake under way is rebuilt too: the SYN goes out again at once.
+        hop.syn_due = None;
         if let Some(p) = hop.proxy.as_mut() {
             p.restart_downstream(cc, at);
             self.records[rec].cwnd_after = p.tx.cc().cwnd();
@@ -538,7 +700,7 @@ impl Chain {
         if self.hops[u].node != node {
             // The upstream proxy moved meanwhile: pass the news to its current node.
             if let Some(a) = self.agent_of(u) {
-                ctx.wake(a, ctx.now(), TOKEN_UP_RESUME | m as u64);
+                ctx.wake(a, ctx.now(), self.up_token(u, m));
             }
             return;
         }
@@ -546,6 +708,7 @@ impl Chain {
         let cc = self.fresh_cc();
         let hop = &mut self.hops[u];
         hop.paused = false;
+        hop.syn_due = None;
         if let Some(p) = hop.proxy.as_mut() {
             p.restart_downstream(cc, at);
         }
@@ -569,22 +732,25 @@ impl Chain {
     /// Adds this chain's counters to `s` (the delay mean is summed as a total: see [`finish_stats`]).
     fn add_stats(&self, s: &mut MpepStats, source_retx: u64) {
         s.retx_source += source_retx;
+        s.proxy_syn_acks += self.syn_acks;
+        let counted = self.counted && self.live;
+        s.split_connections += u64::from(counted);
         for h in &self.hops {
             let Some(p) = &h.proxy else { continue };
-            s.proxies += 1;
+            s.proxies += u64::from(counted);
             s.window_updates += p.window_updates;
             match h.role {
                 HopRole::SatelliteProxy { .. } => s.retx_satellite_proxies += p.tx.stats.retransmissions,
                 _ => s.retx_ground_proxies += p.tx.stats.retransmissions,
             }
         }
-        for r in &self.records {
+        for r in self.records.iter().filter(|_| self.counted) {
             s.migrations += 1;
             s.bytes_migrated += r.state_bytes;
             s.migration_delay_mean_ns += r.delay.as_nanos();
             s.migration_delay_max_ns = s.migration_delay_max_ns.max(r.delay.as_nanos());
         }
-        s.migrations_skipped += self.skipped;
+        s.migrations_skipped += if self.counted { self.skipped } else { 0 };
         s.slow_start_restarts += self.restarts;
         s.stale_packets += self.stale;
     }
@@ -853,7 +1019,9 @@ pub fn totals(sim: &Sim, chains: &[(SharedChain, AgentId)]) -> (MpepStats, Vec<M
         let retx = sim.agent_by_id(*src).and_then(source_of).map_or(0, |x| x.tcp.stats.retransmissions);
         let c = lock(c);
         c.add_stats(&mut s, retx);
-        records.extend_from_slice(&c.records);
+        if c.counted {
+            records.extend_from_slice(&c.records);
+        }
     }
     finish_stats(&mut s);
     records.sort_by_key(|r| (r.t, r.flow));
@@ -865,5 +1033,10 @@ pub fn completed_at(c: &SharedChain) -> Option<Instant> {
     lock(c).completed_at
 }
 
+pub mod udp;
+pub mod web;
+
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod web_tests;

@@ -13,6 +13,7 @@ use super::conn::{lock, Endpoint, Msg, SharedWire, FLAG_DNS, FLAG_SYN};
 use super::corpus::Page;
 use super::{sizes, slots_of, speed_index, Http, WebLoadRow, H1_CONNS_PER_HOST, SETUP_TIMEOUT};
 use crate::engine::{NodeId, Packet};
+use crate::schemes::mpep::web::{chains_of, WebSplit, TOKEN_SOURCE_RESUME};
 use crate::sim::{Agent, Ctx};
 use crate::tcp_agent::FLAG_ACK;
 use leoguard_core::{Duration, Instant};
@@ -115,6 +116,8 @@ pub struct WebClient {
     pub loads: Vec<Load>,
     /// First slot of each load (one past the last: the slot total).
     slot_base: Vec<u32>,
+    /// The connections' M-PEP chains (None: not split): the browser then talks to the first proxy.
+    pub split: Option<WebSplit>,
     wire: SharedWire,
     cfg: TcpConfig,
 }
@@ -146,6 +149,7 @@ impl WebClient {
             handover_reports: Vec::new(),
             loads: Vec::new(),
             slot_base,
+            split: None,
             wire,
             cfg: TcpConfig::default(),
         }
@@ -250,7 +254,9 @@ impl WebClient {
                 return; // validated when the scenario was built
             };
             let flow = self.first_flow + slot;
-            let ep = Endpoint::new(flow, self.server, self.cfg, cc, self.tc);
+            // Split by M-PEP: the SYN goes to the first proxy, which terminates it.
+            let peer = chains_of(&self.split, slot as usize).map_or(self.server, |c| c.client_view().peer);
+            let ep = Endpoint::new(flow, peer, self.cfg, cc, self.tc);
             load.conns.push(ClientConn {
                 origin: o as u32,
                 slot,
@@ -267,7 +273,7 @@ impl WebClient {
             ctx.send(Packet {
                 flow,
                 size: sizes::SYN,
-                dst: self.server.0,
+                dst: peer.0,
                 sent_at: now,
                 flags: FLAG_SYN,
                 net: crate::engine::NetFields { tc: self.tc, ..Default::default() },
@@ -280,7 +286,19 @@ impl WebClient {
         }
     }
 
+    /// Applies the M-PEP view of connection `ci` of load `k` (its first proxy's node, whether
+    /// sending waits for that proxy's migration).
+    fn sync(&mut self, k: usize, ci: usize) {
+        let c = &mut self.loads[k].conns[ci];
+        if let Some(ch) = chains_of(&self.split, c.slot as usize) {
+            let v = ch.client_view();
+            c.ep.peer = v.peer;
+            c.ep.paused = v.paused;
+        }
+    }
+
     fn settle(&mut self, k: usize, ci: usize, ctx: &mut Ctx) {
+        self.sync(k, ci);
         let c = &mut self.loads[k].conns[ci];
         c.ep.pump(ctx);
         let want = c.ep.deadline(c.syn_deadline);
@@ -315,6 +333,12 @@ impl WebClient {
         }
         if load.remaining == 0 {
             load.finished = Some(now);
+            // The browser is done with the page's connections: M-PEP proxies drop their state.
+            for c in &load.conns {
+                if let Some(ch) = chains_of(&self.split, c.slot as usize) {
+                    ch.close();
+                }
+            }
             if self.loads.len() < self.pages.len() {
                 ctx.timer(now + self.think, TOKEN_NEXT);
             }
@@ -441,6 +465,7 @@ impl Agent for WebClient {
             return;
         }
         let Some((k, ci)) = self.locate(slot) else { return };
+        self.sync(k, ci);
         let now = ctx.now();
         let http = self.http;
         let load = &mut self.loads[k];
@@ -455,6 +480,9 @@ impl Agent for WebClient {
                 c.ep.write(sizes::CLIENT_HELLO, Msg::ClientHello, wire.queue(slot as usize, true));
             }
         } else if c.ep.on_packet(p, ctx) {
+            if let Some(ch) = chains_of(&self.split, slot as usize) {
+                ch.client_received(c.ep.rx.rcv_nxt());
+            }
             let mut wire = lock(&self.wire);
             let down = wire.queue(slot as usize, false);
             let mut finished = false;
@@ -496,6 +524,31 @@ impl Agent for WebClient {
             self.begin(ctx);
             return;
         }
+        if token & !0xFFFF_FFFF == TOKEN_SOURCE_RESUME {
+            // The first proxy resumed after a migration: the connection restarts in slow start.
+            let slot = token as u32;
+            let (Some((k, ci)), Some(ch)) = (self.locate(slot), chains_of(&self.split, slot as usize)) else { return };
+            let (at, cc) = ch.resume_client();
+            let peer = ch.client_view().peer;
+            let c = &mut self.loads[k].conns[ci];
+            c.ep.tx.restart(cc, at);
+            if c.phase == Phase::Syn {
+                // The connection is rebuilt towards the proxy's new place: its SYN goes out again.
+                c.syn_deadline = Some(ctx.now() + SETUP_TIMEOUT);
+                let flow = c.ep.flow;
+                ctx.send(Packet {
+                    flow,
+                    size: sizes::SYN,
+                    dst: peer.0,
+                    sent_at: ctx.now(),
+                    flags: FLAG_SYN,
+                    net: crate::engine::NetFields { tc: self.tc, ..Default::default() },
+                    ..Default::default()
+                });
+            }
+            self.settle(k, ci, ctx);
+            return;
+        }
         if token & (TOKEN_NEXT | TOKEN_DNS | TOKEN_CONN) == 0 && token & TOKEN_REPORT != 0 {
             for c in self.loads.iter_mut().flat_map(|l| l.conns.iter_mut()) {
                 c.ep.tx.cc_report_handover(now);
@@ -522,16 +575,25 @@ impl Agent for WebClient {
         }
         let slot = ((token & !TOKEN_CONN) >> 32) as u32;
         let Some((k, ci)) = self.locate(slot) else { return };
-        let c = &mut self.loads[k].conns[ci];
-        if !c.ep.is_current(token) {
+        if !self.loads[k].conns[ci].ep.is_current(token) {
             return;
         }
+        self.sync(k, ci);
+        let c = &mut self.loads[k].conns[ci];
         if c.phase == Phase::Syn && c.syn_deadline.is_some_and(|t| t <= now) {
             c.syn_tries += 1;
             c.syn_deadline = Some(now + Duration(SETUP_TIMEOUT.as_nanos() << (c.syn_tries - 1).min(6)));
-            let flow = c.ep.flow;
+            let (flow, peer) = (c.ep.flow, c.ep.peer);
             self.loads[k].setup_retries += 1;
-            self.send(flow, 0, FLAG_SYN, sizes::SYN, ctx);
+            ctx.send(Packet {
+                flow,
+                size: sizes::SYN,
+                dst: peer.0,
+                sent_at: now,
+                flags: FLAG_SYN,
+                net: crate::engine::NetFields { tc: self.tc, ..Default::default() },
+                ..Default::default()
+            });
         } else {
             c.ep.on_timeout(ctx);
         }

@@ -90,6 +90,8 @@ pub struct Endpoint {
     pub rx: TcpReceiver,
     /// IPv6 Traffic Class of its packets.
     pub tc: u8,
+    /// Whether sending waits (the M-PEP proxy next to this end is migrating).
+    pub paused: bool,
     gen: u32,
     armed: Option<Instant>,
 }
@@ -109,6 +111,7 @@ impl Endpoint {
             tx: TcpSender::new(cfg, cc, Some(0)),
             rx: TcpReceiver::new(cfg),
             tc,
+            paused: false,
             gen: 0,
             armed: None,
         }
@@ -157,6 +160,9 @@ impl Endpoint {
     /// Sends what the window allows.
     pub fn pump(&mut self, ctx: &mut Ctx) {
         let now = ctx.now();
+        if self.paused {
+            return;
+        }
         while let Some(seg) = self.tx.poll_transmit(now) {
             ctx.send(Packet {
                 flow: self.flow,

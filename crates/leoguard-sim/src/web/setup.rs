@@ -7,6 +7,7 @@ use super::server::WebServer;
 use super::Http;
 use crate::engine::NodeId;
 use crate::scenario::{FlowKind, FlowResult, FlowSpec, ScenarioError};
+use crate::schemes::mpep::web::WebSplit;
 use crate::sim::{AgentId, Sim};
 use leoguard_core::{Duration, Instant};
 
@@ -47,12 +48,24 @@ pub fn attach(
     owner: &mut Vec<u32>,
     reports: Vec<Instant>,
 ) -> (AgentId, AgentId) {
+    attach_split(sim, i, f, owner, reports, None)
+}
+
+/// [`attach`] with the connections' M-PEP chains in `split` (filled in by the caller).
+pub fn attach_split(
+    sim: &mut Sim,
+    i: usize,
+    f: &FlowSpec,
+    owner: &mut Vec<u32>,
+    reports: Vec<Instant>,
+    split: Option<WebSplit>,
+) -> (AgentId, AgentId) {
     let FlowKind::Web { cc, http, corpus_seed, pages, think } = &f.kind else {
         unreachable!("attach is called for web flows only")
     };
     let pages: Vec<Page> = pages.iter().map(|&p| page(*corpus_seed, p)).collect();
     let first_flow = owner.len() as u32;
-    let opts = Hosting { http: *http, cc, think: *think, start: f.start, tc: f.tc, reports };
+    let opts = Hosting { http: *http, cc, think: *think, start: f.start, tc: f.tc, reports, split };
     let (a, b, slots) = host(sim, i as u32, first_flow, NodeId(f.src), NodeId(f.dst), pages, &opts);
     owner.extend(std::iter::repeat_n(i as u32, slots as usize));
     (a, b)
@@ -71,6 +84,8 @@ pub struct Hosting<'a> {
     pub start: Instant,
     /// IPv6 Traffic Class of the packets.
     pub tc: u8,
+    /// The connections' M-PEP chains (None: not split).
+    pub split: Option<WebSplit>,
     /// SaTCP handover reports to both ends' senders.
     pub reports: Vec<Instant>,
 }
@@ -93,8 +108,10 @@ pub fn host(
     client.start_at = o.start;
     client.tc = o.tc;
     client.handover_reports = o.reports.clone();
+    client.split = o.split.clone();
     let mut server = WebServer::new(first_flow, slots, src, o.http, o.cc, o.tc, wire);
     server.handover_reports = o.reports.clone();
+    server.split = o.split.clone();
     let (a, b) = (sim.attach_flow(src, flow, Box::new(client)), sim.attach_flow(dst, flow, Box::new(server)));
     for id in first_flow..first_flow + slots {
         sim.bind_flow(a, src, id);

@@ -24,8 +24,15 @@ fn page(objects: Vec<WebObject>) -> Page {
 /// Loads `pages` over one 100 Mbit/s link with 5 ms one-way delay; returns the load rows.
 fn load(pages: Vec<Page>, http: Http, until_s: u64) -> (Vec<WebLoadRow>, Sim, crate::sim::AgentId) {
     let (mut sim, _) = chain(1, RATE, Duration(D), QueueLimit::Bytes(1_000_000), 1);
-    let o =
-        Hosting { http, cc: "newreno", think: Duration::from_secs(1), start: Instant::ZERO, tc: 0, reports: vec![] };
+    let o = Hosting {
+        http,
+        cc: "newreno",
+        think: Duration::from_secs(1),
+        start: Instant::ZERO,
+        tc: 0,
+        reports: vec![],
+        split: None,
+    };
     let (a, b, _) = host(&mut sim, 0, 1, NodeId(0), NodeId(1), pages, &o);
     sim.run(Instant(until_s * 1_000_000_000));
     let client: &WebClient = sim.agent_by_id(a).and_then(|x| x.as_any().downcast_ref()).unwrap();
