@@ -122,7 +122,7 @@ def test_bad_input_is_named(tmp_path):
     # A corrupt catalogue: a clear error that says the runs are intact.
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "catalog.duckdb").write_bytes(b"this is not a database")
-    with pytest.raises(LeoguardError, match="runs under .* are intact"):
+    with pytest.raises(LeoguardError, match=r"runs under .* are intact"):
         rs.reproduce("quick", store=tmp_path / "bad", out=tmp_path / "o", pairs=["NYC-LON"], workloads=["delay"])
     cmd = [sys.executable, "-m", "leoguard.cli", "reproduce", "satguard", "--pair", "XXX-YYY", "--store",
            str(tmp_path / "s2")]  # fmt: skip
