@@ -84,9 +84,11 @@ def test_each_baseline_fails_the_way_the_paper_explains(repro):
         mp = m(r, p, "mpep", "bulk")["counters"]["mpep"]
         assert mp["migrations"] > 0 and mp["slow_start_restarts"] > 0 and mp["migration_delay_max_ns"] > 0, (p, mp)
         assert m(r, p, "mpep", "delay")["p99_delay_ms"] > sg["p99_delay_ms"]
-        # LinkGuard: its buffer is useless after a link change, so handover losses reach the sender.
-        lg = m(r, p, "linkguardian", "delay")
-        assert lg["counters"]["linkguardian"]["given_up_link_change"] > 0 and lg["retransmissions"] > 0, (p, lg)
+        # LinkGuard: its buffer is useless after a link change (what it holds then is discarded, which
+        # a busy link shows), so handover losses reach the sender, which retransmits.
+        lg_bulk = m(r, p, "linkguardian", "bulk")["counters"]["linkguardian"]
+        assert lg_bulk["given_up_link_change"] > 0, (p, lg_bulk)
+        assert m(r, p, "linkguardian", "delay")["retransmissions"] > 0
         assert m(r, p, "satguard", "delay")["counters"]["satguard"]["migrated_packets"] > 0
 
 
