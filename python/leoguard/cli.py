@@ -24,6 +24,8 @@ app.add_typer(constellation_app, name="constellation")
 app.add_typer(places_app, name="places")
 app.add_typer(bench_app, name="bench")
 app.add_typer(results_app, name="results")
+tunnel_app = typer.Typer(help="The real liquid-data tunnel (leoguard-tunnel): start and stop an end.", no_args_is_help=True)
+app.add_typer(tunnel_app, name="tunnel")
 console = Console()
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
@@ -473,6 +475,36 @@ def bench_sim(
 
     r = sim_bench(only)
     _show(r, as_json)
+
+
+RunDirOpt = Annotated[
+    Path | None, typer.Option("--run-dir", help="Pid, log and stats files (default $LEOGUARD_RUN_DIR or /run/leoguard).")
+]
+
+
+@tunnel_app.command("up")
+def tunnel_up(
+    config: Annotated[Path, typer.Argument(help="Tunnel TOML file (see docs/tunnel.md).")],
+    run_dir: RunDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Validate CONFIG and start leoguard-tunnel in the background (needs root for the TUN device)."""
+    from leoguard.tunnel import up
+
+    h = up(config, run_dir)
+    _show({"name": h.name, "pid": h.pid, "pid_file": str(h.pid_file), "log": str(h.log), "stats": str(h.stats_file)}, as_json)
+
+
+@tunnel_app.command("down")
+def tunnel_down(
+    name: Annotated[str, typer.Argument(help="Tunnel (TUN device) name from its config.")],
+    run_dir: RunDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Stop tunnel NAME, remove its device and pid file; print its final counters."""
+    from leoguard.tunnel import down
+
+    _show(down(name, run_dir) or {"name": name, "stopped": True}, as_json)
 
 
 @app.command("demo")

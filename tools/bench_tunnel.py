@@ -1,0 +1,72 @@
+"""Benchmark of the real liquid-data tunnel between network namespaces (prints figures, asserts nothing).
+
+For each loss rate and mode (coding off / liquid) it runs iperf3 CUBIC from A to B through the tunnel
+across leoguard-relay (Bernoulli loss, 10 ms each way), and reports goodput, retransmissions, and CPU
+seconds per Gbit/s of goodput of the two tunnel processes together (utime + stime from
+/proc/<pid>/stat). Needs root. Usage: python tools/bench_tunnel.py [--seconds 5] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+from leoguard.tunnel import Lab, proc_cpu_seconds
+
+
+def bench(seconds: float, losses: list[float], delay_ms: float) -> list[dict]:
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        lab = Lab(Path(d))
+        lab.create()
+        try:
+            for loss in losses:
+                for mode in ("off", "liquid"):
+                    lab.start_relay(loss=f"bernoulli:{loss}", delay_ms=delay_ms, seed=11)
+                    ha, hb = lab.start_tunnels({"mode": mode})
+                    cpu0 = proc_cpu_seconds(ha.pid) + proc_cpu_seconds(hb.pid)
+                    r = lab.iperf(seconds)
+                    cpu = proc_cpu_seconds(ha.pid) + proc_cpu_seconds(hb.pid) - cpu0
+                    ends = lab.stop_tunnels()
+                    lab.stop_relay()
+                    gbit = r["goodput_mbps"] * r["seconds"] / 1000.0
+                    rows.append(
+                        {
+                            "loss": loss,
+                            "mode": mode,
+                            "delay_ms_each_way": delay_ms,
+                            "goodput_mbps": round(r["goodput_mbps"], 2),
+                            "retransmits": r["retransmits"],
+                            "tunnel_cpu_s": round(cpu, 3),
+                            "cpu_s_per_gbit": round(cpu / gbit, 3) if gbit > 0 else None,
+                            "udp_out_bytes_A": (ends.get("A") or {}).get("udp_out_bytes"),
+                        }
+                    )
+        finally:
+            lab.destroy()
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--delay-ms", type=float, default=10.0)
+    ap.add_argument("--loss", type=float, nargs="*", default=[0.0, 0.01, 0.05])
+    ap.add_argument("--json", action="store_true", help="one JSON object per line only")
+    a = ap.parse_args()
+    rows = bench(a.seconds, a.loss, a.delay_ms)
+    for r in rows:
+        print(json.dumps({"bench": "tunnel", **r}))
+    if not a.json:
+        print(f"{'loss':>6} {'mode':>7} {'Mbit/s':>9} {'retx':>7} {'CPU s/Gbit':>11}")
+        for r in rows:
+            print(
+                f"{r['loss']:>6.2%} {r['mode']:>7} {r['goodput_mbps']:>9.1f} {r['retransmits']:>7} "
+                f"{r['cpu_s_per_gbit'] if r['cpu_s_per_gbit'] is not None else '-':>11}"
+            )
+
+
+if __name__ == "__main__":
+    main()
