@@ -75,6 +75,7 @@ def up(config: Path, run_dir: Path | None = None, netns: str | None = None) -> T
         if old and _alive(old):
             raise LeoguardError(f"tunnel {name!r} is already running (pid {old}, {pid_file})")
     stats.unlink(missing_ok=True)
+    start = log.stat().st_size if log.exists() else 0
     with open(log, "ab") as lf:
         proc = subprocess.Popen(
             [*prefix, str(exe), str(config), "--stats-file", str(stats)],
@@ -88,12 +89,18 @@ def up(config: Path, run_dir: Path | None = None, netns: str | None = None) -> T
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             pid_file.unlink(missing_ok=True)
-            tail = log.read_text(errors="replace").strip().splitlines()[-3:]
+            tail = _read_from(log, start).strip().splitlines()[-3:]
             raise LeoguardError(f"leoguard-tunnel exited ({proc.returncode}): " + " | ".join(tail))
-        if f"{name} up" in log.read_text(errors="replace"):
+        if f"{name} up" in _read_from(log, start):
             return TunnelHandle(name, proc.pid, pid_file, log, stats)
         time.sleep(0.05)
     return TunnelHandle(name, proc.pid, pid_file, log, stats)
+
+
+def _read_from(path: Path, offset: int) -> str:
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read().decode(errors="replace")
 
 
 def _alive(pid: int) -> bool:
@@ -326,12 +333,19 @@ class Lab:
     def iperf(self, seconds: float = 3.0, cc: str = "cubic") -> dict[str, Any]:
         """iperf3 TCP from A to B through the tunnel; returns goodput and retransmissions."""
         srv = subprocess.Popen(
-            self.exec("B", "iperf3", "-s", "-1", "-B", "10.202.0.2", "-p", "5201"),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            self.exec("B", "iperf3", "-s", "-1", "-B", "10.202.0.2", "-p", "5201", "--forceflush"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
         )
         try:
-            time.sleep(0.3)
+            # Wait for "Server listening on 5201" so the client never races the server's bind.
+            assert srv.stdout is not None
+            seen = b""
+            while b"listening" not in seen:
+                line = srv.stdout.readline()
+                if not line:
+                    raise RuntimeError(f"iperf3 server in B did not start: {seen.decode(errors='replace')}")
+                seen += line
             r = subprocess.run(
                 self.exec("A", "iperf3", "-c", "10.202.0.2", "-p", "5201", "-t", str(seconds), "-C", cc, "-J"),
                 capture_output=True,

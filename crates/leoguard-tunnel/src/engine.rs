@@ -55,6 +55,7 @@ pub struct TunnelEnd {
     sealer: Sealer,
     opener: Opener,
     fec: Fec,
+    liquid: LiquidConfig,
     /// Counters.
     pub counters: Counters,
 }
@@ -72,6 +73,7 @@ impl TunnelEnd {
             sealer: Sealer::new(key, session),
             opener: Opener::new(key, session),
             fec,
+            liquid: *liquid,
             counters: Counters::default(),
         })
     }
@@ -113,6 +115,13 @@ impl TunnelEnd {
         self.counters.auth_ok += 1;
         if before.is_some() && before != self.opener.peer_session() {
             self.counters.peer_restarts += 1;
+            // The peer's encoder started again from block 0: our decoder's state belongs to the old run
+            // and would take the new blocks for stale ones until it abandoned the old ones.
+            if let Fec::Liquid { dec, .. } = &mut self.fec {
+                if let Ok(d) = Decoder::new(self.liquid) {
+                    *dec = Box::new(d);
+                }
+            }
         }
         match (&mut self.fec, kind) {
             (Fec::Off { tun, .. }, Kind::Plain) => tun.push_back(payload),
@@ -287,6 +296,30 @@ mod tests {
         let c = &b.counters;
         assert!(c.rx_replay > 0 && c.rx_bad_tag > 0 && c.rx_malformed > 0, "{c:?}");
         assert_eq!(c.rx_liquid_error, 0);
+    }
+
+    #[test]
+    fn peer_restart_resets_the_decoder() {
+        let cfg = LiquidConfig::default();
+        let mut a = TunnelEnd::new(&K, 1, FecMode::Liquid, &cfg).expect("a");
+        let mut got = 0;
+        for (session, base) in [(10u64, 0u64), (20, 1_000_000_000)] {
+            // A fresh peer run: its encoder numbers blocks from 0 again.
+            let mut b = TunnelEnd::new(&K, session, FecMode::Liquid, &cfg).expect("b");
+            for i in 0..20u32 {
+                let now = Instant(base + u64::from(i) * 10_000_000);
+                b.from_tun(now, &packet(i, 500));
+                b.handle_timeout(now + Duration::from_millis(6));
+                while let Some(d) = b.poll_udp(now + Duration::from_millis(6)) {
+                    a.from_udp(now + Duration::from_millis(6), &d);
+                }
+                while a.poll_tun().is_some() {
+                    got += 1;
+                }
+            }
+        }
+        assert_eq!(a.counters.peer_restarts, 1);
+        assert_eq!(got, 40);
     }
 
     #[test]
