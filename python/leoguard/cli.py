@@ -24,7 +24,9 @@ app.add_typer(constellation_app, name="constellation")
 app.add_typer(places_app, name="places")
 app.add_typer(bench_app, name="bench")
 app.add_typer(results_app, name="results")
-tunnel_app = typer.Typer(help="The real liquid-data tunnel (leoguard-tunnel): start and stop an end.", no_args_is_help=True)
+tunnel_app = typer.Typer(
+    help="The real liquid-data tunnel (leoguard-tunnel): start and stop an end.", no_args_is_help=True
+)
 app.add_typer(tunnel_app, name="tunnel")
 console = Console()
 
@@ -478,7 +480,8 @@ def bench_sim(
 
 
 RunDirOpt = Annotated[
-    Path | None, typer.Option("--run-dir", help="Pid, log and stats files (default $LEOGUARD_RUN_DIR or /run/leoguard).")
+    Path | None,
+    typer.Option("--run-dir", help="Pid, log and stats files (default $LEOGUARD_RUN_DIR or /run/leoguard)."),
 ]
 
 
@@ -492,7 +495,10 @@ def tunnel_up(
     from leoguard.tunnel import up
 
     h = up(config, run_dir)
-    _show({"name": h.name, "pid": h.pid, "pid_file": str(h.pid_file), "log": str(h.log), "stats": str(h.stats_file)}, as_json)
+    _show(
+        {"name": h.name, "pid": h.pid, "pid_file": str(h.pid_file), "log": str(h.log), "stats": str(h.stats_file)},
+        as_json,
+    )
 
 
 @tunnel_app.command("down")

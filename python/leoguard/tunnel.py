@@ -4,6 +4,7 @@ binaries, starting a tunnel end in the background and stopping it, and a three-n
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -130,10 +131,8 @@ def down(name: str, run_dir: Path | None = None, netns: str | None = None) -> di
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 3.0
         while _alive(pid) and time.monotonic() < deadline:
-            try:
+            with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
             time.sleep(0.02)
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
@@ -264,9 +263,10 @@ class Lab:
 
     def config(self, side: str, fec: dict[str, Any], key: Path | None = None) -> Path:
         """Write the tunnel configuration of end `side` ("A" or "B")."""
-        me, relay, tun = {"A": ("10.201.1.1", "10.201.1.2", "10.202.0.1"), "B": ("10.201.2.1", "10.201.2.2", "10.202.0.2")}[
-            side
-        ]
+        me, relay, tun = {
+            "A": ("10.201.1.1", "10.201.1.2", "10.202.0.1"),
+            "B": ("10.201.2.1", "10.201.2.2", "10.202.0.2"),
+        }[side]
         lines = [
             'name = "lgt"',
             f'address = "{tun}/30"',
@@ -315,7 +315,9 @@ class Lab:
             " try:\n  n+=s.recv(2048)==b'probe%d'%i\n except OSError: pass\n"
             "print(n)"
         )
-        srv = subprocess.Popen(self.exec("B", sys.executable, "-c", echo), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        srv = subprocess.Popen(
+            self.exec("B", sys.executable, "-c", echo), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         try:
             line = srv.stdout.readline() if srv.stdout else b""
             if b"ready" not in line:

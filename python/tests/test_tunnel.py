@@ -184,7 +184,12 @@ def test_peer_disappears_and_restarts(lab: Lab) -> None:
         os.kill(hb.pid, signal.SIGKILL)
         # (The echo server in B cannot even bind without B's TUN address, so probe A's side directly.)
         lost = subprocess.run(
-            lab.exec("A", sys.executable, "-c", "import socket;s=socket.socket(2,2)\nfor i in range(5): s.sendto(b'x',('10.202.0.2',9000))"),
+            lab.exec(
+                "A",
+                sys.executable,
+                "-c",
+                "import socket;s=socket.socket(2,2)\nfor i in range(5): s.sendto(b'x',('10.202.0.2',9000))",
+            ),
             capture_output=True,
         )
         assert lost.returncode == 0
@@ -234,7 +239,7 @@ def test_bad_config_fields_exit_2_naming_the_field(tmp_path: Path) -> None:
         ({"address": '"10.9.0.1/40"'}, "", "address"),
         ({"name": '"this-name-is-too-long"'}, "", "name"),
         ({}, "block_time_ms = -2.0", "fec.block_time_ms"),
-        ({}, "mode = \"sometimes\"", "mode"),
+        ({}, 'mode = "sometimes"', "mode"),
         ({}, "repair_ratio = 0.1\nbogus = 3", "bogus"),
         ({"key_file": '"/nonexistent/key"'}, "", "key_file"),
     ]:
@@ -251,7 +256,9 @@ def test_bad_config_fields_exit_2_naming_the_field(tmp_path: Path) -> None:
     # The CLI passes the error through with exit status 2.
     cli = Path(sys.prefix) / "bin" / "leoguard"
     p = tmp_path / "c.toml"
-    p.write_text(p.read_text().replace("[fec]", "mtu = 10\n[fec]") if "[fec]" in p.read_text() else p.read_text() + "mtu = 10\n")
+    p.write_text(
+        p.read_text().replace("[fec]", "mtu = 10\n[fec]") if "[fec]" in p.read_text() else p.read_text() + "mtu = 10\n"
+    )
     r = subprocess.run([str(cli), "tunnel", "up", str(p), "--run-dir", str(tmp_path)], capture_output=True, text=True)
     assert r.returncode == 2 and "mtu" in r.stderr, r.stderr
 
@@ -260,7 +267,9 @@ def test_cli_up_and_down_in_a_namespace(lab: Lab) -> None:
     cli = str(Path(sys.prefix) / "bin" / "leoguard")
     cfg = lab.config("A", OFF)
     rd = lab.work / "cli-run"
-    up = subprocess.run(lab.exec("A", cli, "tunnel", "up", str(cfg), "--run-dir", str(rd), "--json"), capture_output=True, text=True)
+    up = subprocess.run(
+        lab.exec("A", cli, "tunnel", "up", str(cfg), "--run-dir", str(rd), "--json"), capture_output=True, text=True
+    )
     assert up.returncode == 0, up.stderr
     info = json.loads(up.stdout)
     assert (rd / "lgt.pid").read_text().strip() == str(info["pid"])
@@ -270,7 +279,9 @@ def test_cli_up_and_down_in_a_namespace(lab: Lab) -> None:
     os.kill(info["pid"], signal.SIGUSR1)
     time.sleep(0.3)
     assert last_json(rd / "lgt.log", "usr1") is not None
-    down = subprocess.run(lab.exec("A", cli, "tunnel", "down", "lgt", "--run-dir", str(rd), "--json"), capture_output=True, text=True)
+    down = subprocess.run(
+        lab.exec("A", cli, "tunnel", "down", "lgt", "--run-dir", str(rd), "--json"), capture_output=True, text=True
+    )
     assert down.returncode == 0, down.stderr
     assert json.loads(down.stdout)["event"] == "exit"
     assert not (rd / "lgt.pid").exists()

@@ -119,7 +119,7 @@ impl TunnelEnd {
             // and would take the new blocks for stale ones until it abandoned the old ones.
             if let Fec::Liquid { dec, .. } = &mut self.fec {
                 if let Ok(d) = Decoder::new(self.liquid) {
-                    *dec = Box::new(d);
+                    **dec = d;
                 }
             }
         }
@@ -246,7 +246,7 @@ mod tests {
             }
             if attack && next % 10 == 0 {
                 // Replays of captured datagrams and forged ones with a valid-looking header.
-                if let Some(c) = captured.get((next / 10) as usize % 50.max(1)) {
+                if let Some(c) = captured.get((next / 10) as usize % captured.len().max(1)) {
                     b.from_udp(now, c);
                 }
                 let mut f = captured.first().cloned().unwrap_or_else(|| vec![0u8; 100]);

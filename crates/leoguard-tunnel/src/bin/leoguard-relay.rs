@@ -167,9 +167,8 @@ fn run(args: Args) -> std::io::Result<()> {
             }
         }
         let now = Instant::now();
-        for side in 0..2 {
+        for (side, d) in dirs.iter_mut().enumerate() {
             let out = 1 - side;
-            let d = &mut dirs[side];
             while d.queue.front().is_some_and(|q| q.0 <= now) {
                 let (_, pkt) = d.queue.pop_front().expect("front exists");
                 match peers[out] {
