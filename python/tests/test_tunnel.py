@@ -253,6 +253,19 @@ def test_bad_config_fields_exit_2_naming_the_field(tmp_path: Path) -> None:
     key.write_text("not a key")
     r = check({})
     assert r.returncode == 2 and "key_file" in r.stderr
+    # The relay's flags: exit 2 naming the flag.
+    relay = str(binary("leoguard-relay"))
+    for args, flag in [
+        (["--loss", "bernoulli:1.5"], "--loss"),
+        (["--loss", "ge:0.1"], "--loss"),
+        (["--delay-ms", "-1"], "--delay-ms"),
+        (["--a-peer", "nowhere"], "--a-peer"),
+        (["--bogus", "1"], "--bogus"),
+    ]:
+        r = subprocess.run(
+            [relay, "--a-listen", "127.0.0.1:0", "--b-listen", "127.0.0.1:0", *args], capture_output=True, text=True
+        )
+        assert r.returncode == 2 and flag in r.stderr, (args, r.stderr)
     # The CLI passes the error through with exit status 2.
     cli = Path(sys.prefix) / "bin" / "leoguard"
     p = tmp_path / "c.toml"
