@@ -42,6 +42,10 @@ def bench(seconds: float, losses: list[float], delay_ms: float) -> list[dict]:
                             "tunnel_cpu_s": round(cpu, 3),
                             "cpu_s_per_gbit": round(cpu / gbit, 3) if gbit > 0 else None,
                             "udp_out_bytes_A": (ends.get("A") or {}).get("udp_out_bytes"),
+                            # Bytes A put on the wire per byte of goodput (coding, crypto and headers).
+                            "wire_per_goodput": round(
+                                ((ends.get("A") or {}).get("udp_out_bytes") or 0) / max(1, r["bytes"]), 3
+                            ),
                         }
                     )
         finally:
@@ -60,11 +64,11 @@ def main() -> None:
     for r in rows:
         print(json.dumps({"bench": "tunnel", **r}))
     if not a.json:
-        print(f"{'loss':>6} {'mode':>7} {'Mbit/s':>9} {'retx':>7} {'CPU s/Gbit':>11}")
+        print(f"{'loss':>6} {'mode':>7} {'Mbit/s':>9} {'retx':>7} {'CPU s/Gbit':>11} {'wire/goodput':>13}")
         for r in rows:
             print(
                 f"{r['loss']:>6.2%} {r['mode']:>7} {r['goodput_mbps']:>9.1f} {r['retransmits']:>7} "
-                f"{r['cpu_s_per_gbit'] if r['cpu_s_per_gbit'] is not None else '-':>11}"
+                f"{r['cpu_s_per_gbit'] if r['cpu_s_per_gbit'] is not None else '-':>11} {r['wire_per_goodput']:>13}"
             )
 
 
