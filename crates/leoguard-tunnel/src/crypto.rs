@@ -5,18 +5,19 @@
 //! ```text
 //! 0        1        2                4                               12                              20
 //! +--------+--------+----------------+-------------------------------+-------------------------------+
-//! | magic  | kind   | reserved (0)   | session (u64, big endian)     | counter (u64, big endian)     |
+//! | magic  | kind   | salt (u16)     | session (u64, big endian)     | counter (u64, big endian)     |
 //! +--------+--------+----------------+-------------------------------+-------------------------------+
 //! ```
 //!
 //! The AEAD is XChaCha20-Poly1305 (draft-irtf-cfrg-xchacha-03): ChaCha20-Poly1305 (RFC 8439) under a
 //! subkey that HChaCha20 derives from the pre-shared key and the first 16 nonce bytes. The nonce is
-//! `session || counter || 0^8`, so every (sender session, counter) pair gets its own ChaCha20 key
-//! stream. The header is the associated data: kind, session and counter travel in clear but cannot be
-//! altered. A sender picks a fresh `session` at start (wall-clock milliseconds << 16 | 16 random bits),
-//! so a restart never reuses a nonce even though the counter starts again at 0, and the two ends
-//! (which share the key) never collide because they pick their sessions independently (a collision
-//! needs the same millisecond and the same 16 random bits; it is also rejected as a reflection).
+//! `salt || session || counter || 0^6`, so every (sender session, counter) pair gets its own ChaCha20
+//! key stream. The header is the associated data: kind, salt, session and counter travel in clear but
+//! cannot be altered. A sender picks a fresh [`Session`] at start (session = wall-clock milliseconds
+//! << 16 | 16 random bits, salt = 16 more random bits), so a restart never reuses a nonce even though
+//! the counter starts again at 0, and the two ends (which share the key) do not collide because they
+//! pick their sessions independently (a collision needs the same millisecond and the same 32 random
+//! bits; a datagram carrying the receiver's own session is also refused as a reflection).
 
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
@@ -61,10 +62,26 @@ impl Kind {
     }
 }
 
+/// A sender's session: `id` orders sessions in time (a restarted end has a larger one), `salt` is
+/// extra randomness that only separates nonces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Session {
+    /// Wall-clock milliseconds << 16 | 16 random bits.
+    pub id: u64,
+    /// 16 random bits.
+    pub salt: u16,
+}
+
+impl From<u64> for Session {
+    fn from(id: u64) -> Session {
+        Session { id, salt: 0 }
+    }
+}
+
 /// Why an incoming datagram was dropped (each has its own counter).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reject {
-    /// Shorter than header + tag, wrong magic, unknown kind or non-zero reserved bits.
+    /// Shorter than header + tag, wrong magic or unknown kind.
     Malformed,
     /// The tag did not verify: forged, corrupted, or sealed under another key.
     BadTag,
@@ -82,7 +99,7 @@ pub struct Header {
     /// Payload type.
     pub kind: Kind,
     /// Sender session.
-    pub session: u64,
+    pub session: Session,
     /// Sender packet counter.
     pub counter: u64,
 }
@@ -90,11 +107,13 @@ pub struct Header {
 impl Header {
     /// Parse the first [`HEADER_LEN`] bytes.
     pub fn parse(buf: &[u8]) -> Result<Header, Reject> {
-        if buf.len() < HEADER_LEN + TAG_LEN || buf[0] != MAGIC || buf[2] != 0 || buf[3] != 0 {
+        if buf.len() < HEADER_LEN + TAG_LEN || buf[0] != MAGIC {
             return Err(Reject::Malformed);
         }
         let kind = Kind::from_byte(buf[1]).ok_or(Reject::Malformed)?;
-        let session = u64::from_be_bytes(buf[4..12].try_into().map_err(|_| Reject::Malformed)?);
+        let salt = u16::from_be_bytes([buf[2], buf[3]]);
+        let id = u64::from_be_bytes(buf[4..12].try_into().map_err(|_| Reject::Malformed)?);
+        let session = Session { id, salt };
         let counter = u64::from_be_bytes(buf[12..20].try_into().map_err(|_| Reject::Malformed)?);
         Ok(Header { kind, session, counter })
     }
@@ -103,16 +122,16 @@ impl Header {
     pub fn emit(&self, out: &mut [u8]) {
         out[0] = MAGIC;
         out[1] = self.kind.to_byte();
-        out[2] = 0;
-        out[3] = 0;
-        out[4..12].copy_from_slice(&self.session.to_be_bytes());
+        out[2..4].copy_from_slice(&self.session.salt.to_be_bytes());
+        out[4..12].copy_from_slice(&self.session.id.to_be_bytes());
         out[12..20].copy_from_slice(&self.counter.to_be_bytes());
     }
 
     fn nonce(&self) -> XNonce {
         let mut n = [0u8; 24];
-        n[..8].copy_from_slice(&self.session.to_be_bytes());
-        n[8..16].copy_from_slice(&self.counter.to_be_bytes());
+        n[..2].copy_from_slice(&self.session.salt.to_be_bytes());
+        n[2..10].copy_from_slice(&self.session.id.to_be_bytes());
+        n[10..18].copy_from_slice(&self.counter.to_be_bytes());
         XNonce::from(n)
     }
 }
@@ -179,18 +198,18 @@ impl ReplayWindow {
 /// The sending half: seals payloads under our session with a strictly increasing counter.
 pub struct Sealer {
     aead: XChaCha20Poly1305,
-    session: u64,
+    session: Session,
     counter: u64,
 }
 
 impl Sealer {
     /// A sealer for `session` (see the module doc for how a session is chosen).
-    pub fn new(key: &[u8; 32], session: u64) -> Sealer {
-        Sealer { aead: XChaCha20Poly1305::new(key.into()), session, counter: 0 }
+    pub fn new(key: &[u8; 32], session: impl Into<Session>) -> Sealer {
+        Sealer { aead: XChaCha20Poly1305::new(key.into()), session: session.into(), counter: 0 }
     }
 
     /// Our session.
-    pub fn session(&self) -> u64 {
+    pub fn session(&self) -> Session {
         self.session
     }
 
@@ -214,19 +233,19 @@ impl Sealer {
 /// The receiving half: authenticates datagrams from the peer and drops replays.
 pub struct Opener {
     aead: XChaCha20Poly1305,
-    own_session: u64,
+    own_session: Session,
     /// The peer's current session and its replay window (None until the first valid datagram).
-    peer: Option<(u64, ReplayWindow)>,
+    peer: Option<(Session, ReplayWindow)>,
 }
 
 impl Opener {
     /// An opener; `own_session` is our Sealer's session (to recognise reflections).
-    pub fn new(key: &[u8; 32], own_session: u64) -> Opener {
-        Opener { aead: XChaCha20Poly1305::new(key.into()), own_session, peer: None }
+    pub fn new(key: &[u8; 32], own_session: impl Into<Session>) -> Opener {
+        Opener { aead: XChaCha20Poly1305::new(key.into()), own_session: own_session.into(), peer: None }
     }
 
     /// The peer's current session, if one has been seen.
-    pub fn peer_session(&self) -> Option<u64> {
+    pub fn peer_session(&self) -> Option<Session> {
         self.peer.as_ref().map(|p| p.0)
     }
 
@@ -270,12 +289,16 @@ mod tests {
 
     #[test]
     fn header_bytes_both_ways() {
-        let h = Header { kind: Kind::Feedback, session: 0x0102_0304_0506_0708, counter: 0x1122 };
+        let h = Header {
+            kind: Kind::Feedback,
+            session: Session { id: 0x0102_0304_0506_0708, salt: 0xa1b2 },
+            counter: 0x1122,
+        };
         let mut b = [0u8; HEADER_LEN + TAG_LEN];
         h.emit(&mut b);
-        assert_eq!(&b[..HEADER_LEN], &[0x4c, 2, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0, 0, 0x11, 0x22]);
+        assert_eq!(&b[..HEADER_LEN], &[0x4c, 2, 0xa1, 0xb2, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0, 0, 0x11, 0x22]);
         assert_eq!(Header::parse(&b), Ok(h));
-        b[2] = 1;
+        b[1] = 3;
         assert_eq!(Header::parse(&b), Err(Reject::Malformed));
         assert_eq!(Header::parse(&b[..HEADER_LEN + TAG_LEN - 1]), Err(Reject::Malformed));
     }
@@ -287,7 +310,7 @@ mod tests {
         let d = s.seal(Kind::Data, b"hello").expect("seal");
         assert_eq!(d.len(), 5 + OVERHEAD);
         assert_eq!(o.open(&d), Ok((Kind::Data, b"hello".to_vec())));
-        assert_eq!(o.peer_session(), Some(10));
+        assert_eq!(o.peer_session(), Some(10.into()));
     }
 
     #[test]
@@ -321,14 +344,18 @@ mod tests {
         assert!(o.open(&a).is_ok());
         let mut new = Sealer::new(&K, 200);
         assert!(o.open(&new.seal(Kind::Data, b"c").expect("seal")).is_ok());
-        assert_eq!(o.peer_session(), Some(200));
+        assert_eq!(o.peer_session(), Some(200.into()));
         // A datagram from the earlier run, even one never delivered, is now refused.
         assert_eq!(o.open(&b), Err(Reject::StaleSession));
         // A forged newer session does not move the session (tag fails first).
         let mut forged = new.seal(Kind::Data, b"d").expect("seal");
         forged[4] = 0xff;
         assert_eq!(o.open(&forged), Err(Reject::BadTag));
-        assert_eq!(o.peer_session(), Some(200));
+        assert_eq!(o.peer_session(), Some(200.into()));
+        // Same time-ordered id, different salt: a different session (no shared nonces); the larger wins.
+        let mut twin = Sealer::new(&K, Session { id: 200, salt: 1 });
+        assert!(o.open(&twin.seal(Kind::Data, b"e").expect("seal")).is_ok());
+        assert_eq!(o.peer_session(), Some(Session { id: 200, salt: 1 }));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use leoguard_proto::liquid::{Decoder, Encoder, LiquidConfig, LiquidError};
 use serde::Serialize;
 
 use crate::config::FecMode;
-use crate::crypto::{Kind, Opener, Reject, Sealer};
+use crate::crypto::{Kind, Opener, Reject, Sealer, Session};
 
 /// Counters of one tunnel end (all monotonic).
 #[derive(Clone, Debug, Default, Serialize)]
@@ -62,13 +62,19 @@ pub struct TunnelEnd {
 
 impl TunnelEnd {
     /// A tunnel end with pre-shared `key`, our sending `session`, and the coding mode.
-    pub fn new(key: &[u8; 32], session: u64, mode: FecMode, liquid: &LiquidConfig) -> Result<TunnelEnd, LiquidError> {
+    pub fn new(
+        key: &[u8; 32],
+        session: impl Into<Session>,
+        mode: FecMode,
+        liquid: &LiquidConfig,
+    ) -> Result<TunnelEnd, LiquidError> {
         let fec = match mode {
             FecMode::Off => Fec::Off { out: VecDeque::new(), tun: VecDeque::new() },
             FecMode::Liquid => {
                 Fec::Liquid { enc: Box::new(Encoder::new(*liquid)?), dec: Box::new(Decoder::new(*liquid)?) }
             }
         };
+        let session = session.into();
         Ok(TunnelEnd {
             sealer: Sealer::new(key, session),
             opener: Opener::new(key, session),
