@@ -62,6 +62,9 @@ enum Frame {
 
 struct Block {
     k: Option<u32>,
+    /// Bytes per symbol of this block: `symbol_size`, or the block's data length if it is a block
+    /// of one symbol (known once a symbol says so).
+    sym: Option<usize>,
     /// Source symbols (received or decoded), indexed by ESI.
     symbols: Vec<Option<Vec<u8>>>,
     /// Symbols filled by decoding.
@@ -91,6 +94,7 @@ impl Block {
         frames.insert(0, Frame::Pending);
         Block {
             k: None,
+            sym: None,
             symbols: Vec::new(),
             decoded: Vec::new(),
             repair: Vec::new(),
@@ -177,10 +181,13 @@ impl Decoder {
         }
         // admit() created the block.
         let Some(b) = self.blocks.get_mut(&h.block) else { return Ok(()) };
-        if let Err(e) = Self::check_consistent(b, &h) {
-            self.stats.malformed += 1;
-            return Err(e);
-        }
+        let sym = match Self::check_consistent(b, &h, symbol.len(), self.cfg.symbol_size as usize) {
+            Ok(sym) => sym,
+            Err(e) => {
+                self.stats.malformed += 1;
+                return Err(e);
+            }
+        };
         if !b.seen.insert(h.esi) {
             self.stats.duplicates += 1;
             return Ok(());
@@ -190,6 +197,12 @@ impl Decoder {
         if h.k != 0 {
             b.k = Some(u32::from(h.k));
         }
+        if sym.is_some() {
+            b.sym = sym;
+        }
+        // Short symbols (a block's last) are padded back to the block's symbol size.
+        let mut data = symbol.to_vec();
+        data.resize(b.sym.unwrap_or(self.cfg.symbol_size as usize), 0);
         if !b.reported {
             self.active.insert(h.block);
         }
@@ -203,7 +216,7 @@ impl Decoder {
             return Ok(());
         }
         if h.repair {
-            b.repair.push((h.esi, symbol.to_vec()));
+            b.repair.push((h.esi, data.clone()));
         } else {
             let i = h.esi as usize;
             if b.symbols.len() <= i {
@@ -211,14 +224,16 @@ impl Decoder {
                 b.decoded.resize(i + 1, false);
             }
             // `seen` let each ESI through once, and decoding completes a block (handled above).
-            b.symbols[i] = Some(symbol.to_vec());
+            b.symbols[i] = Some(data.clone());
             b.have_source += 1;
             if h.first != NO_FIRST {
+                // Only the first symbol of a block can be shorter than symbol_size: offsets are
+                // counted in symbol_size units.
                 let off = h.esi * u32::from(self.cfg.symbol_size) + u32::from(h.first);
                 b.frames.entry(off).or_insert(Frame::Pending);
             }
         }
-        let fresh = EncodingPacket::new(PayloadId::new(h.block as u8, h.esi), symbol.to_vec());
+        let fresh = EncodingPacket::new(PayloadId::new(h.block as u8, h.esi), data);
         self.try_complete(h.block, fresh);
         self.cut(h.block);
         self.release();
@@ -268,27 +283,49 @@ impl Decoder {
         true
     }
 
-    fn check_consistent(b: &Block, h: &SymbolHeader) -> Result<(), LiquidError> {
-        let Some(k) = b.k.or((h.k != 0).then_some(u32::from(h.k))) else { return Ok(()) };
+    /// Checks a symbol against what its block already said; returns the block's symbol size if
+    /// this symbol determines it.
+    fn check_consistent(b: &Block, h: &SymbolHeader, len: usize, t: usize) -> Result<Option<usize>, LiquidError> {
+        let k = b.k.or((h.k != 0).then_some(u32::from(h.k)));
         if b.k.is_some_and(|bk| h.k != 0 && u32::from(h.k) != bk) {
             return Err(LiquidError::Malformed("block size differs from earlier symbols"));
         }
-        if !h.repair && h.esi >= k {
-            return Err(LiquidError::Malformed("source symbol id beyond the block"));
+        if let Some(k) = k {
+            if !h.repair && h.esi >= k {
+                return Err(LiquidError::Malformed("source symbol id beyond the block"));
+            }
+            if b.symbols.len() > k as usize && b.symbols[k as usize..].iter().any(Option::is_some) {
+                return Err(LiquidError::Malformed("block size below symbols already received"));
+            }
         }
-        if b.symbols.len() > k as usize && b.symbols[k as usize..].iter().any(Option::is_some) {
-            return Err(LiquidError::Malformed("block size below symbols already received"));
+        let last = !h.repair && k.is_some_and(|k| h.esi + 1 == k);
+        let sym = match k {
+            // A one-symbol block: its symbols are as long as its data (or full ones).
+            Some(1) => Some(len),
+            // The last source symbol may be short; every other symbol is full.
+            Some(_) if last => Some(t),
+            _ if len == t => (k.is_some() || !h.repair).then_some(t),
+            _ => return Err(LiquidError::Malformed("short symbol that is not its block's last")),
+        };
+        if let (Some(s), Some(have)) = (sym, b.sym) {
+            if s != have {
+                return Err(LiquidError::Malformed("symbol length differs from its block's"));
+            }
         }
-        Ok(())
+        if h.first != NO_FIRST && usize::from(h.first) >= len {
+            return Err(LiquidError::Malformed("frame offset outside the symbol"));
+        }
+        Ok(sym)
     }
 
     /// Marks block `id` complete when all its source symbols are in, or decodes it when enough
     /// symbols arrived to try.
     /// `fresh` is the symbol that just arrived (fed to a decoder already built from the others).
     fn try_complete(&mut self, id: u32, fresh: EncodingPacket) {
-        let t = self.cfg.symbol_size;
         let Some(b) = self.blocks.get_mut(&id) else { return };
         let Some(k) = b.k else { return };
+        // sym <= symbol_size fits u16.
+        let t = b.sym.unwrap_or(self.cfg.symbol_size as usize) as u16;
         if b.complete {
             return;
         }
@@ -361,9 +398,9 @@ impl Decoder {
 
     /// Cuts every packet of block `id` whose bytes are present.
     fn cut(&mut self, id: u32) {
-        let t = self.cfg.symbol_size as usize;
         let in_order = self.cfg.in_order;
         let Some(b) = self.blocks.get_mut(&id) else { return };
+        let t = b.sym.unwrap_or(self.cfg.symbol_size as usize);
         let limit = b.k.map_or(MAX_BLOCK_SYMBOLS as usize * t, |k| k as usize * t);
         // Lowest offset first: packets leave in entry order whenever their bytes allow.
         let mut work: BTreeSet<u32> = b.frames.iter().filter(|(_, f)| **f == Frame::Pending).map(|(o, _)| *o).collect();

@@ -169,18 +169,25 @@ impl Encoder {
     fn close(&mut self, now: Instant) {
         let Some(mut b) = self.open.take() else { return };
         let t = self.cfg.symbol_size as usize;
-        let k = b.data.len().div_ceil(t);
-        // Zero padding; the decoder reads a zero length prefix as the end of the block's frames.
-        b.data.resize(k * t, 0);
+        let len = b.data.len();
+        let k = len.div_ceil(t);
+        // A block of one symbol that none of its symbols left yet uses a symbol as long as its
+        // data: its source and repair symbols then carry no padding (a lone ACK costs ~2 × its size,
+        // not 2 × 1280 bytes).
+        let sym = if k == 1 && b.sent == 0 { len } else { t };
         // k <= MAX_BLOCK_SYMBOLS (push closes blocks before they grow past it) fits u16/u32.
         let k16 = k as u16;
         if (b.sent as usize) < k {
+            // The last symbol goes without its zero padding; the decoder pads it again.
             let s = b.sent as usize;
             let header = SymbolHeader { repair: false, block: b.id, esi: b.sent, k: k16, first: b.first };
             self.out.push_back(header.datagram(&b.data[s * t..]));
             self.stats.source_symbols += 1;
         }
-        let oti = ObjectTransmissionInformation::new(b.data.len() as u64, self.cfg.symbol_size, 1, 1, 1);
+        // Zero padding; the decoder reads a zero length prefix as the end of the block's frames.
+        b.data.resize(k * sym, 0);
+        // sym <= symbol_size fits u16.
+        let oti = ObjectTransmissionInformation::new(b.data.len() as u64, sym as u16, 1, 1, 1);
         // RaptorQ's source block number is 8 bits; the block id on our wire is the full 32.
         let enc = SourceBlockEncoder::new(b.id as u8, &oti, &b.data);
         let loss = (self.sent_sum > 0.0).then(|| self.lost_sum / self.sent_sum);

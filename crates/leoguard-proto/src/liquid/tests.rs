@@ -102,13 +102,13 @@ fn symbol_header_byte_exact() {
     let h = SymbolHeader { repair: false, block: 0x0102_0304, esi: 5, k: 0, first: 0x000F };
     let sym = vec![0xAB; 16];
     let d = h.datagram(&sym);
-    assert_eq!(&d[..HEADER_LEN], &[1, 1, 1, 2, 3, 4, 0, 0, 0, 5, 0, 0, 0, 0x0F]);
+    assert_eq!(&d[..HEADER_LEN], &[1, 1, 1, 2, 3, 4, 0, 0, 0, 5, 0, 0, 0, 0x0F, 0, 16]);
     let (back, s) = SymbolHeader::parse(&d, 16).unwrap();
     assert_eq!(back, h);
     assert_eq!(s, &sym[..]);
     let r = SymbolHeader { repair: true, block: 7, esi: 12, k: 10, first: NO_FIRST };
     let d = r.datagram(&sym);
-    assert_eq!(&d[..HEADER_LEN], &[2, 1, 0, 0, 0, 7, 0, 0, 0, 12, 0, 10, 0xFF, 0xFF]);
+    assert_eq!(&d[..HEADER_LEN], &[2, 1, 0, 0, 0, 7, 0, 0, 0, 12, 0, 10, 0xFF, 0xFF, 0, 16]);
     assert_eq!(SymbolHeader::parse(&d, 16).unwrap().0, r);
 }
 
@@ -129,8 +129,17 @@ fn symbol_header_rejects_contradictions() {
         assert!(SymbolHeader::parse(&h.datagram(&sym), 16).is_err(), "{h:?}");
     }
     let good = SymbolHeader { repair: false, block: 0, esi: 0, k: 0, first: 0 }.datagram(&sym);
-    assert!(SymbolHeader::parse(&good[..good.len() - 1], 16).is_err());
-    assert!(SymbolHeader::parse(&good, 17).is_err());
+    assert!(SymbolHeader::parse(&good[..HEADER_LEN], 16).is_err(), "no symbol");
+    assert!(SymbolHeader::parse(&good[..good.len() - 1], 16).is_err(), "truncated");
+    assert!(SymbolHeader::parse(&good, 15).is_err(), "symbol too long");
+    // Short symbols parse (the decoder checks they are their block's last).
+    let short = SymbolHeader { repair: false, block: 0, esi: 0, k: 0, first: 0 }.datagram(&sym[..5]);
+    assert!(SymbolHeader::parse(&short, 16).is_ok());
+    let mut dec = Decoder::new(LiquidConfig { symbol_size: 16, ..Default::default() }).unwrap();
+    assert!(dec.on_datagram(at(0), &short).is_err(), "short symbol of an open block");
+    let last = SymbolHeader { repair: false, block: 0, esi: 1, k: 3, first: NO_FIRST }.datagram(&sym[..5]);
+    assert!(dec.on_datagram(at(0), &last).is_err(), "short symbol that is not the last");
+    assert_eq!(dec.stats().malformed, 2);
     let mut bad_version = good.clone();
     bad_version[1] = 2;
     assert!(SymbolHeader::parse(&bad_version, 16).is_err());
@@ -214,10 +223,12 @@ fn source_symbols_leave_before_the_block_closes_and_packets_are_delivered_at_onc
     assert_eq!(enc.poll_timeout(), Some(at(1020)));
     let d = drain_tx(&mut enc, at(1020));
     assert_eq!(d.len(), 2);
-    let (h1, _) = SymbolHeader::parse(&d[0], 1280).unwrap();
+    let (h1, s1) = SymbolHeader::parse(&d[0], 1280).unwrap();
     assert_eq!((h1.repair, h1.esi, h1.k, h1.first), (false, 1, 2, NO_FIRST));
-    let (h2, _) = SymbolHeader::parse(&d[1], 1280).unwrap();
-    assert_eq!((h2.repair, h2.esi, h2.k), (true, 2, 2));
+    // The last symbol goes without its padding: 3 · 602 - 1280 = 526 bytes.
+    assert_eq!(s1.len(), 526);
+    let (h2, s2) = SymbolHeader::parse(&d[1], 1280).unwrap();
+    assert_eq!((h2.repair, h2.esi, h2.k, s2.len()), (true, 2, 2, 1280));
     dec.on_datagram(at(1030), &d[0]).unwrap();
     assert_eq!(drain_rx(&mut dec), vec![packet(3, 600)]);
     dec.on_datagram(at(1030), &d[1]).unwrap();
@@ -227,6 +238,31 @@ fn source_symbols_leave_before_the_block_closes_and_packets_are_delivered_at_onc
     assert!((s.overhead() - 0.5).abs() < 1e-12);
     let ds = dec.stats();
     assert_eq!((ds.delivered, ds.blocks_complete, ds.recovered, ds.duplicates), (3, 1, 0, 0));
+}
+
+#[test]
+fn one_symbol_block_uses_short_symbols_and_decodes_from_repair_alone() {
+    let cfg = LiquidConfig::default();
+    let mut enc = Encoder::new(cfg).unwrap();
+    let mut dec = Decoder::new(cfg).unwrap();
+    // A 40-byte ACK alone: a block of one 42-byte symbol, and one 42-byte repair symbol.
+    enc.push(at(0), &packet(9, 40));
+    let d = drain_tx(&mut enc, at(1000));
+    assert_eq!(d.iter().map(Vec::len).collect::<Vec<_>>(), vec![HEADER_LEN + 42, HEADER_LEN + 42]);
+    let (h, _) = SymbolHeader::parse(&d[1], 1280).unwrap();
+    assert_eq!((h.repair, h.esi, h.k), (true, 1, 1));
+    dec.on_datagram(at(2000), &d[1]).unwrap();
+    assert_eq!(drain_rx(&mut dec), vec![packet(9, 40)]);
+    dec.on_datagram(at(2000), &d[0]).unwrap();
+    assert!(drain_rx(&mut dec).is_empty());
+    let s = dec.stats();
+    assert_eq!((s.blocks_recovered, s.recovered, s.delivered), (1, 1, 1));
+    // A repair symbol of another length for the same block contradicts it.
+    let other = SymbolHeader { repair: true, block: 0, esi: 2, k: 1, first: NO_FIRST }.datagram(&[0u8; 43]);
+    assert_eq!(
+        dec.on_datagram(at(2000), &other),
+        Err(LiquidError::Malformed("symbol length differs from its block's"))
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Wire format of the liquid tunnel's datagrams (docs/liquid.md "Wire format"). All integers are
 //! big-endian. Every datagram starts with a type byte and a version byte.
 //!
-//! Symbol datagram (source or repair), `HEADER_LEN` = 14 bytes then exactly one symbol:
+//! Symbol datagram (source or repair), `HEADER_LEN` = 16 bytes then exactly one symbol:
 //! ```text
 //!  0      type      1 = source symbol, 2 = repair symbol
 //!  1      version   1
@@ -10,7 +10,11 @@
 //! 10..12  k         source symbols in the block; 0 = not known yet (the block is still open)
 //! 12..14  first     offset inside this symbol of the first packet frame that starts in it;
 //!                   0xFFFF = none starts here (and always on repair symbols)
-//! 14..    symbol    symbol_size bytes
+//! 14..16  len       bytes of symbol that follow (the datagram is exactly 16 + len long)
+//! 16..    symbol    symbol_size bytes, with two exceptions that save the zero padding: the last
+//!                   source symbol of a block carries only the block's data in it (the decoder pads
+//!                   it with zeros), and a block of one symbol uses symbols as long as its data
+//!                   (its source symbol and its repair symbols alike)
 //! ```
 //! Feedback datagram, 4 + 8·n bytes:
 //! ```text
@@ -23,7 +27,7 @@
 use crate::liquid::LiquidError;
 
 /// Bytes before the symbol in a source or repair datagram.
-pub const HEADER_LEN: usize = 14;
+pub const HEADER_LEN: usize = 16;
 /// Version byte this code writes and accepts.
 pub const VERSION: u8 = 1;
 /// `first` value meaning "no packet frame starts in this symbol".
@@ -54,8 +58,8 @@ pub struct SymbolHeader {
 
 impl SymbolHeader {
     /// Parses a symbol datagram of a tunnel with `symbol_size`-byte symbols; returns the header and
-    /// the symbol bytes. Rejects anything not exactly `HEADER_LEN + symbol_size` long and headers
-    /// whose fields contradict each other.
+    /// the symbol bytes (1 to `symbol_size` of them: whether a short symbol is allowed depends on its
+    /// block, which the decoder checks). Rejects headers whose fields contradict each other.
     pub fn parse(datagram: &[u8], symbol_size: u16) -> Result<(SymbolHeader, &[u8]), LiquidError> {
         if datagram.len() < 2 {
             return Err(LiquidError::Malformed("datagram shorter than its type and version"));
@@ -69,14 +73,18 @@ impl SymbolHeader {
         if datagram[1] != VERSION {
             return Err(LiquidError::Malformed("unknown version"));
         }
-        if datagram.len() != HEADER_LEN + symbol_size as usize {
+        if datagram.len() <= HEADER_LEN || datagram.len() > HEADER_LEN + symbol_size as usize {
             return Err(LiquidError::Malformed("symbol datagram of the wrong length"));
+        }
+        // The explicit length catches truncation, which the short symbols would otherwise hide.
+        if usize::from(u16::from_be_bytes([datagram[14], datagram[15]])) != datagram.len() - HEADER_LEN {
+            return Err(LiquidError::Malformed("symbol length field does not match the datagram"));
         }
         let block = u32::from_be_bytes([datagram[2], datagram[3], datagram[4], datagram[5]]);
         let esi = u32::from_be_bytes([datagram[6], datagram[7], datagram[8], datagram[9]]);
         let k = u16::from_be_bytes([datagram[10], datagram[11]]);
         let first = u16::from_be_bytes([datagram[12], datagram[13]]);
-        if first != NO_FIRST && (repair || first >= symbol_size) {
+        if first != NO_FIRST && (repair || usize::from(first) >= datagram.len() - HEADER_LEN) {
             return Err(LiquidError::Malformed("frame offset outside the symbol"));
         }
         if repair && (k == 0 || esi < u32::from(k)) {
@@ -92,14 +100,18 @@ impl SymbolHeader {
         Ok((SymbolHeader { repair, block, esi, k, first }, &datagram[HEADER_LEN..]))
     }
 
-    /// Writes the header into the first `HEADER_LEN` bytes of `out`.
+    /// Writes the header into the first `HEADER_LEN` bytes of `out`, whose remaining bytes (at most
+    /// 65535) are the symbol.
     pub fn emit(&self, out: &mut [u8]) {
+        // Symbols are at most symbol_size <= 8192 bytes.
+        let len = (out.len() - HEADER_LEN) as u16;
         out[0] = if self.repair { TYPE_REPAIR } else { TYPE_SOURCE };
         out[1] = VERSION;
         out[2..6].copy_from_slice(&self.block.to_be_bytes());
         out[6..10].copy_from_slice(&self.esi.to_be_bytes());
         out[10..12].copy_from_slice(&self.k.to_be_bytes());
         out[12..14].copy_from_slice(&self.first.to_be_bytes());
+        out[14..16].copy_from_slice(&len.to_be_bytes());
     }
 
     /// A whole datagram: this header followed by `symbol`.
