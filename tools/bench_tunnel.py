@@ -10,47 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
-from pathlib import Path
 
-from leoguard.tunnel import Lab, proc_cpu_seconds
-
-
-def bench(seconds: float, losses: list[float], delay_ms: float) -> list[dict]:
-    rows = []
-    with tempfile.TemporaryDirectory() as d:
-        lab = Lab(Path(d))
-        lab.create()
-        try:
-            for loss in losses:
-                for mode in ("off", "liquid"):
-                    lab.start_relay(loss=f"bernoulli:{loss}", delay_ms=delay_ms, seed=11)
-                    ha, hb = lab.start_tunnels({"mode": mode})
-                    cpu0 = proc_cpu_seconds(ha.pid) + proc_cpu_seconds(hb.pid)
-                    r = lab.iperf(seconds)
-                    cpu = proc_cpu_seconds(ha.pid) + proc_cpu_seconds(hb.pid) - cpu0
-                    ends = lab.stop_tunnels()
-                    lab.stop_relay()
-                    gbit = r["goodput_mbps"] * r["seconds"] / 1000.0
-                    rows.append(
-                        {
-                            "loss": loss,
-                            "mode": mode,
-                            "delay_ms_each_way": delay_ms,
-                            "goodput_mbps": round(r["goodput_mbps"], 2),
-                            "retransmits": r["retransmits"],
-                            "tunnel_cpu_s": round(cpu, 3),
-                            "cpu_s_per_gbit": round(cpu / gbit, 3) if gbit > 0 else None,
-                            "udp_out_bytes_A": (ends.get("A") or {}).get("udp_out_bytes"),
-                            # Bytes A put on the wire per byte of goodput (coding, crypto and headers).
-                            "wire_per_goodput": round(
-                                ((ends.get("A") or {}).get("udp_out_bytes") or 0) / max(1, r["bytes"]), 3
-                            ),
-                        }
-                    )
-        finally:
-            lab.destroy()
-    return rows
+from leoguard.tunnel import tunnel_bench
 
 
 def main() -> None:
@@ -60,7 +21,7 @@ def main() -> None:
     ap.add_argument("--loss", type=float, nargs="*", default=[0.0, 0.01, 0.05])
     ap.add_argument("--json", action="store_true", help="one JSON object per line only")
     a = ap.parse_args()
-    rows = bench(a.seconds, a.loss, a.delay_ms)
+    rows = tunnel_bench(a.seconds, a.loss, a.delay_ms)
     for r in rows:
         print(json.dumps({"bench": "tunnel", **r}))
     if not a.json:

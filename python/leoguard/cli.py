@@ -513,6 +513,19 @@ def tunnel_down(
     _show(down(name, run_dir) or {"name": name, "stopped": True}, as_json)
 
 
+@bench_app.command("tunnel")
+def bench_tunnel(
+    seconds: Annotated[float, typer.Option(help="iperf3 seconds per run.")] = 5.0,
+    delay_ms: Annotated[float, typer.Option(help="Relay delay each way, ms.")] = 10.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """The real tunnel between network namespaces (root): goodput and CPU per Gbit/s at 0, 1 and 5 % loss,
+    coding off and on (same as tools/bench_tunnel.py)."""
+    from leoguard.tunnel import tunnel_bench
+
+    _show(tunnel_bench(seconds, None, delay_ms), as_json)
+
+
 @app.command("demo")
 def demo(
     out: Annotated[Path, typer.Option(help="Output directory.")] = Path("out/demo"), as_json: JsonOpt = False
