@@ -67,6 +67,8 @@ bench: build ## Benchmarks: print figures, assert nothing
 	cargo bench -p leoguard-orbit --bench routing
 	cargo bench -p leoguard-sim --bench chain
 	cargo bench -p leoguard-proto --bench satguard
+	cargo bench -p leoguard-proto --bench liquid
+	$(VENV)/bin/leoguard bench fec --json
 	$(VENV)/bin/leoguard bench constellation --json
 	$(VENV)/bin/leoguard bench sim --json
 	$(PY) tools/bench_tunnel.py

@@ -17,6 +17,7 @@
 mod decoder;
 mod encoder;
 pub mod wire;
+pub mod workload;
 
 #[cfg(test)]
 mod tests;

@@ -599,3 +599,14 @@ fn adaptive_policy_tracks_reported_loss() {
     let est = h.enc.stats().loss_estimate;
     assert!((0.02..0.10).contains(&est), "estimate {est} near the 5 % loss");
 }
+
+#[test]
+fn bench_workload_decodes_everything_it_encoded() {
+    let w = workload::Workload { blocks: 3, packets_per_block: 50, packet_bytes: 1500, drop_every: 20 };
+    let d = w.encode();
+    // 50 frames of 1502 B = 75100 B = 59 symbols per block (58 full + 1 short) + 6 repair.
+    assert_eq!(d.len(), 3 * (59 + 6));
+    let lossy = w.lose(&d, 1280);
+    assert_eq!(lossy.len(), d.len() - (3 * 59) / 20);
+    assert_eq!(w.decode(&lossy), (150, w.bytes()));
+}
