@@ -24,19 +24,23 @@ $(STAMP): pyproject.toml tools/install_deps.py
 	$(PY) tools/install_deps.py
 	touch $@
 
-# Debian packages the tests use: tshark reads leoguard's pcap captures (issue 4).
+# Debian packages the tests use: tshark reads leoguard's pcap captures (issue 4); iperf3 drives TCP
+# through the real tunnel between network namespaces (issue 6).
 SYSDEPS := $(VENV)/.leoguard-sysdeps
 $(SYSDEPS): | $(STAMP)
-	@command -v tshark >/dev/null || { \
-	  echo "installing tshark (apt)"; \
-	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark >/dev/null; }
+	@command -v tshark >/dev/null && command -v iperf3 >/dev/null || { \
+	  echo "installing tshark, iperf3 (apt)"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark iperf3 >/dev/null; }
 	@command -v tshark >/dev/null || { echo "tshark is missing and could not be installed" >&2; exit 1; }
+	@command -v iperf3 >/dev/null || { echo "iperf3 is missing and could not be installed" >&2; exit 1; }
 	touch $@
 
 setup: $(STAMP) $(SYSDEPS) ## Install Python dependencies into .venv and Debian packages (Rust crates come with the build)
 
 build: setup ## Build the Rust core (release) and install leoguard into .venv
 	$(VENV)/bin/maturin develop --release -q
+	cargo build --release -p leoguard-tunnel
+	install -m 755 target/release/leoguard-tunnel target/release/leoguard-relay $(VENV)/bin/
 
 demo: build ## Install, build, and run the main demo (New York - London over Starlink shell 1)
 	$(VENV)/bin/leoguard demo --out out/demo
@@ -63,8 +67,11 @@ bench: build ## Benchmarks: print figures, assert nothing
 	cargo bench -p leoguard-orbit --bench routing
 	cargo bench -p leoguard-sim --bench chain
 	cargo bench -p leoguard-proto --bench satguard
+	cargo bench -p leoguard-proto --bench liquid
+	$(VENV)/bin/leoguard bench fec --json
 	$(VENV)/bin/leoguard bench constellation --json
 	$(VENV)/bin/leoguard bench sim --json
+	$(PY) tools/bench_tunnel.py
 
 clean: ## Remove build outputs (keeps .venv)
 	cargo clean

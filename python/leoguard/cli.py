@@ -24,6 +24,10 @@ app.add_typer(constellation_app, name="constellation")
 app.add_typer(places_app, name="places")
 app.add_typer(bench_app, name="bench")
 app.add_typer(results_app, name="results")
+tunnel_app = typer.Typer(
+    help="The real liquid-data tunnel (leoguard-tunnel): start and stop an end.", no_args_is_help=True
+)
+app.add_typer(tunnel_app, name="tunnel")
 console = Console()
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
@@ -217,6 +221,20 @@ def bench_constellation(
 
     r = constellation_bench(cities, duration, step)
     _show(r, as_json)
+
+
+@bench_app.command("fec")
+def bench_fec(
+    blocks: Annotated[int, typer.Option(help="Source blocks per pass (200 packets of 1500 B each).")] = 100,
+    as_json: JsonOpt = False,
+) -> None:
+    """Per-core encode and decode throughput of the liquid tunnel's RaptorQ state machines at
+    1280-byte symbols (Gbit/s of packet data; decoding with 1 source symbol in 20 lost)."""
+    from leoguard.bench import fec_bench
+
+    if blocks <= 0:
+        raise LeoguardError(f"invalid --blocks = {blocks}: must be > 0")
+    _show(fec_bench(blocks), as_json)
 
 
 @app.command("run")
@@ -425,6 +443,36 @@ def reproduce_satguard(
         raise typer.Exit(1)
 
 
+@reproduce_app.command("liquid")
+def reproduce_liquid(
+    scenario: Annotated[Path | None, typer.Option(help="Scenario (default scenarios/liquid-oneweb.toml).")] = None,
+    flow_s: Annotated[float | None, typer.Option("--flow-s", help="Shorten the flow to this many seconds.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
+    out: Annotated[Path, typer.Option(help="Directory for liquid.png, table.md and rows.json.")] = Path(
+        "out/reproduce-liquid"
+    ),
+    as_json: JsonOpt = False,
+) -> None:
+    """Liquid data transport over OneWeb (papers/liquid-data-oneweb.txt): TCP at a 10 Mbit/s target with
+    ~1 % added loss, CUBIC and BBR, each with and without the RaptorQ tunnel. With --json, prints rows
+    {cc, tunnel, goodput_bps, retransmissions, ...}."""
+    from leoguard.reproduce.liquid import SCENARIO, reproduce
+
+    r = reproduce(scenario or SCENARIO, out=out, flow_s=flow_s, seed=seed)
+    if as_json:
+        _emit(r.json_rows())
+        return
+    t = Table("cc", "tunnel", "goodput (Mbit/s)", "retransmissions", "paper retransmissions")
+    from leoguard.reproduce.liquid import PAPER
+
+    for row in r.rows:
+        p = PAPER[(row["cc"], row["tunnel"])]["retransmissions"]
+        t.add_row(row["cc"], str(row["tunnel"]), f"{row['goodput_bps'] / 1e6:.2f}", str(row["retransmissions"]),
+                  "-" if p is None else str(p))  # fmt: skip
+    console.print(t)
+    console.print(f"figure: {r.figure}; table: {r.table}")
+
+
 @results_app.command("list")
 def results_list(store: StoreOpt = Path("results"), as_json: JsonOpt = False) -> None:
     """The stored runs, newest first."""
@@ -473,6 +521,53 @@ def bench_sim(
 
     r = sim_bench(only)
     _show(r, as_json)
+
+
+RunDirOpt = Annotated[
+    Path | None,
+    typer.Option("--run-dir", help="Pid, log and stats files (default $LEOGUARD_RUN_DIR or /run/leoguard)."),
+]
+
+
+@tunnel_app.command("up")
+def tunnel_up(
+    config: Annotated[Path, typer.Argument(help="Tunnel TOML file (see docs/tunnel.md).")],
+    run_dir: RunDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Validate CONFIG and start leoguard-tunnel in the background (needs root for the TUN device)."""
+    from leoguard.tunnel import up
+
+    h = up(config, run_dir)
+    _show(
+        {"name": h.name, "pid": h.pid, "pid_file": str(h.pid_file), "log": str(h.log), "stats": str(h.stats_file)},
+        as_json,
+    )
+
+
+@tunnel_app.command("down")
+def tunnel_down(
+    name: Annotated[str, typer.Argument(help="Tunnel (TUN device) name from its config.")],
+    run_dir: RunDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Stop tunnel NAME, remove its device and pid file; print its final counters."""
+    from leoguard.tunnel import down
+
+    _show(down(name, run_dir) or {"name": name, "stopped": True}, as_json)
+
+
+@bench_app.command("tunnel")
+def bench_tunnel(
+    seconds: Annotated[float, typer.Option(help="iperf3 seconds per run.")] = 5.0,
+    delay_ms: Annotated[float, typer.Option(help="Relay delay each way, ms.")] = 10.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """The real tunnel between network namespaces (root): goodput and CPU per Gbit/s at 0, 1 and 5 % loss,
+    coding off and on (same as tools/bench_tunnel.py)."""
+    from leoguard.tunnel import tunnel_bench
+
+    _show(tunnel_bench(seconds, None, delay_ms), as_json)
 
 
 @app.command("demo")

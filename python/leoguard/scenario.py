@@ -357,6 +357,33 @@ class Tambur(_Model):
     flows: list[int] | None = None
 
 
+class Liquid(_Model):
+    """The liquid data FEC tunnel (RaptorQ, RFC 6330) between the two end nodes of TCP flows (all, or
+    those in `flows`), coding both directions (docs/liquid.md). Runs instead of any other scheme."""
+
+    symbol_size: int = Field(default=1280, ge=16, le=8192)
+    block_ms: float = Field(default=5.0, gt=0, le=1000)
+    idle_ms: float = Field(default=1.0, gt=0, le=1000)
+    repair_ratio: float = Field(default=0.10, ge=0, le=4)
+    adaptive: bool = False
+    adaptive_target: float = Field(default=1e-3, ge=1e-9, lt=0.5)
+    abandon_ms: float = Field(default=1000.0, gt=0, le=60_000)
+    in_order: bool = False
+    max_block_packets: int = Field(default=1024, ge=1, le=8192)
+    feedback_delay_ms: float = Field(default=2.0, gt=0, le=60_000)
+    feedback_interval_ms: float = Field(default=20.0, gt=0, le=60_000)
+    feedback_retry_ms: float = Field(default=100.0, gt=0, le=60_000)
+    flows: list[int] | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _times(self) -> Liquid:
+        if self.idle_ms > self.block_ms:
+            raise ValueError(f"idle_ms = {self.idle_ms} must be at most block_ms = {self.block_ms}")
+        if self.abandon_ms <= self.block_ms:
+            raise ValueError(f"abandon_ms = {self.abandon_ms} must exceed block_ms = {self.block_ms}")
+        return self
+
+
 class Capture(_Model):
     """A packet capture: every packet put on a link leaving one of `nodes` or arriving at one of them
     over a link, as IPv6 packets in a pcap file (`Results.capture`, `capture.pcap`) that tshark and
@@ -402,6 +429,7 @@ class Scenario(_Model):
     linkguardian: LinkGuardian | None = None
     mpep: Mpep | None = None
     tambur: Tambur | None = None
+    liquid: Liquid | None = None
     capture: Capture | None = None
 
     @model_validator(mode="after")
@@ -416,6 +444,9 @@ class Scenario(_Model):
             raise ValueError('[mpep] needs a constellation topology ([topology] kind = "constellation")')
         if self.tambur is not None and (self.satguard is not None or self.linkguardian is not None):
             raise ValueError("[tambur] runs instead of [satguard] or [linkguardian], not with them")
+        others = [n for n in ("satguard", "linkguardian", "mpep", "tambur") if getattr(self, n) is not None]
+        if self.liquid is not None and others:
+            raise ValueError(f"[liquid] runs instead of [{others[0]}], not with it (one scheme at a time)")
         if self.topology is not None and self.links:
             raise ValueError("give either [topology] or [[links]], not both")
         if self.topology is None and not self.links:
@@ -586,6 +617,7 @@ class Scenario(_Model):
             "linkguardian": self.linkguardian.model_dump() if self.linkguardian is not None else None,
             "mpep": self.mpep.model_dump(exclude_none=True) if self.mpep is not None else None,
             "tambur": self.tambur.model_dump(exclude_none=True) if self.tambur is not None else None,
+            "liquid": self.liquid.model_dump(exclude_none=True) if self.liquid is not None else None,
         }
 
     def _leo_core(self, loss: Any) -> dict[str, Any]:

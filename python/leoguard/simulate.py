@@ -60,6 +60,8 @@ class Results:
     """Frames rendered in each whole second of each WebRTC flow (from its first rendered frame)."""
     tambur: dict[str, int] | None = None
     """Counters of the `[tambur]` slot scheme, when it runs."""
+    liquid: dict[str, int] | None = None
+    """Counters of the `[liquid]` tunnel ends summed over nodes, when it runs (docs/liquid.md)."""
 
     def summary(self) -> dict[str, Any]:
         """One JSON-able object: the scenario, seed, and per flow goodput, losses, retransmissions, OWD."""
@@ -101,6 +103,7 @@ class Results:
             **({"mpep": self.mpep} if self.mpep is not None else {}),
             **({"web": self.web_summary()} if not self.web.is_empty() else {}),
             **({"tambur": self.tambur} if self.tambur is not None else {}),
+            **({"liquid": self.liquid} if self.liquid is not None else {}),
             **({"webrtc": self.webrtc.to_dicts()} if not self.webrtc.is_empty() else {}),
         }
 
@@ -174,6 +177,7 @@ class Results:
             "linkguardian": self.linkguardian,
             **({"mpep": self.mpep} if self.mpep is not None else {}),
             **({"tambur": self.tambur} if self.tambur is not None else {}),
+            **({"liquid": self.liquid} if self.liquid is not None else {}),
             **({"capture_missed": self.capture_missed} if self.capture is not None else {}),
             **self.meta,
         }
@@ -364,6 +368,7 @@ def _web_objects(raw: dict[str, Any] | None) -> pl.DataFrame:
 def _webrtc(res: Results, raw: dict[str, Any]) -> None:
     """The WebRTC tables and the Tambur counters (docs/webrtc.md, docs/tambur.md)."""
     res.tambur = raw.get("tambur")
+    res.liquid = raw.get("liquid")
     if "webrtc" not in raw:
         return
     res.webrtc = pl.DataFrame(raw["webrtc"], schema_overrides={"flow": pl.UInt32})

@@ -3,6 +3,7 @@
 
 pub mod cc;
 pub mod linkguardian;
+pub mod liquid;
 pub mod pep;
 pub mod satguard;
 pub mod tambur;

@@ -261,6 +261,7 @@ fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
         linkguardian,
         mpep,
         tambur: crate::rtc::tambur(d)?,
+        liquid: crate::liquid::options(d)?,
         capture,
         leo,
         constellation,
@@ -584,6 +585,7 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     objects.set_item("visual_weight", o.iter().map(|x| x.visual_weight).collect::<Vec<_>>())?;
     out.set_item("web_objects", objects)?;
     crate::rtc::results(py, r, &out)?;
+    crate::liquid::results(py, r, &out)?;
     Ok(out)
 }
 

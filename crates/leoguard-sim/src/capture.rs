@@ -703,6 +703,7 @@ mod tests {
             linkguardian: None,
             mpep: None,
             tambur: None,
+            liquid: None,
             capture: Some(CaptureSpec { nodes: vec![1], max_packets, snaplen: MAX_SNAPLEN }),
         }
     }

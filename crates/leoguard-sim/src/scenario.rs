@@ -144,6 +144,8 @@ pub struct Scenario {
     pub mpep: Option<crate::schemes::mpep::MpepOptions>,
     /// Tambur over time slots at the ends of TCP flows (the SATGUARD paper's Tambur baseline).
     pub tambur: Option<crate::schemes::tambur::TamburOptions>,
+    /// The liquid data FEC tunnel between the ends of TCP flows (docs/liquid.md).
+    pub liquid: Option<crate::schemes::liquid::LiquidOptions>,
     /// A packet capture at some nodes (the result's `capture` is then a pcap file).
     pub capture: Option<crate::capture::CaptureSpec>,
 }
@@ -354,6 +356,8 @@ pub struct RunResult {
     pub webrtc: Vec<crate::webrtc::WebrtcSummary>,
     /// The Tambur slot hooks' counters (when `[tambur]` runs).
     pub tambur: Option<crate::schemes::tambur::TamburStats>,
+    /// The liquid tunnel ends' counters (when `[liquid]` runs).
+    pub liquid: Option<crate::schemes::liquid::LiquidStats>,
 }
 
 impl Scenario {
@@ -410,6 +414,9 @@ impl Scenario {
         }
         if let Some(t) = &self.tambur {
             crate::schemes::tambur::validate(self, t)?;
+        }
+        if let Some(l) = &self.liquid {
+            crate::schemes::liquid::validate(self, l)?;
         }
         if self.duration == Duration::ZERO {
             return Err(invalid("duration_s".into(), 0, "must be > 0"));
@@ -830,7 +837,13 @@ impl Running {
             r.mpep = Some(stats);
             r.mpep_migrations = records;
         }
-        if self.s.tambur.is_some() {
+        if self.s.liquid.is_some() {
+            let mut total = crate::schemes::liquid::LiquidStats::default();
+            for &h in &self.hooks {
+                total += agent::<crate::schemes::liquid::LiquidHook>(&self.sim, h).totals();
+            }
+            r.liquid = Some(total);
+        } else if self.s.tambur.is_some() {
             let mut total = crate::schemes::tambur::TamburStats::default();
             for &h in &self.hooks {
                 total += agent::<crate::schemes::tambur::TamburHook>(&self.sim, h).stats;

@@ -26,6 +26,7 @@ fn two_node(loss: LossSpec, flow: FlowKind) -> Scenario {
         linkguardian: None,
         mpep: None,
         tambur: None,
+        liquid: None,
         capture: None,
     }
 }

@@ -35,6 +35,7 @@ macro_rules! counters {
 }
 
 pub mod linkguardian;
+pub mod liquid;
 pub mod mpep;
 pub mod satguard;
 pub mod tambur;
@@ -93,6 +94,9 @@ pub fn attach(s: &Scenario, sim: &mut Sim, topo: Option<&TopoInfo>) -> Result<Ve
                 .map_err(|e| invalid("linkguardian", e))?;
             hooks.push(sim.attach_hook(NodeId(n), Box::new(hook)));
         }
+    }
+    if let Some(opts) = &s.liquid {
+        hooks.extend(liquid::attach(s, opts, sim)?);
     }
     // Tambur's hooks are attached after the flows (`tambur::attach`): they protect web connections
     // too, whose flow ids exist only once the flows are hosted.

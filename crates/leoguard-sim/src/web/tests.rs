@@ -155,6 +155,7 @@ fn two_node(kind: FlowKind, loss: LossSpec, secs: u64) -> Scenario {
         linkguardian: None,
         mpep: None,
         tambur: None,
+        liquid: None,
         capture: None,
     }
 }

@@ -244,6 +244,7 @@ fn nyc_lon(secs: u64, policy: leoguard_orbit::Policy, mpep: Option<MpepOptions>)
         linkguardian: None,
         mpep,
         tambur: None,
+        liquid: None,
         capture: None,
     }
 }

@@ -57,6 +57,7 @@ fn nyc_lon(secs: u64, flows: Vec<FlowSpec>, mpep: Option<MpepOptions>) -> Scenar
         linkguardian: None,
         mpep,
         tambur: None,
+        liquid: None,
         capture: None,
     }
 }

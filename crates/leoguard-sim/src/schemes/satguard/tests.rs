@@ -72,6 +72,7 @@ fn nyc_lon(satguard: Option<SatguardOptions>, loss: f64) -> Scenario {
         linkguardian: None,
         mpep: None,
         tambur: None,
+        liquid: None,
         capture: None,
     }
 }

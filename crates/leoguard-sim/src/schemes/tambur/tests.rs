@@ -37,6 +37,7 @@ fn lossy(tambur: Option<TamburOptions>) -> Scenario {
         satguard: None,
         linkguardian: None,
         tambur,
+        liquid: None,
         capture: None,
     }
 }
