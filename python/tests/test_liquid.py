@@ -27,7 +27,7 @@ def test_cubic_collapses_without_coding_and_holds_the_target_with_it(repro):
     r, _ = repro
     x = rows(r)
     plain, coded = x[("cubic", False)], x[("cubic", True)]
-    # The target is 10 Mbit/s; ~1 % loss at a ~50 ms RTT holds CUBIC to a few Mbit/s (Mathis).
+    # The target is 10 Mbit/s; ~1 % loss at a ~42 ms RTT holds CUBIC to a few Mbit/s (Mathis).
     assert plain["goodput_bps"] < 6e6, plain
     assert coded["goodput_bps"] > 9e6, coded
     assert coded["retransmissions"] * 4 < plain["retransmissions"]
