@@ -512,6 +512,9 @@ impl Decoder {
         for id in &self.active {
             if let Some(b) = self.blocks.get(id) {
                 if !b.reported {
+                    if !self.closed(*id, b) {
+                        continue; // reportable once its size or a later block arrives
+                    }
                     consider(b.last_arrival + self.cfg.feedback_delay);
                 } else if let Some(r) = b.retry_at {
                     consider(r);
@@ -538,7 +541,11 @@ impl Decoder {
                 continue;
             };
             if !b.reported {
-                if b.last_arrival + self.cfg.feedback_delay > now {
+                // A block the encoder may still be filling (its size unknown and no later block
+                // seen) is not short: its missing symbols may not have been sent yet. Reporting it
+                // would make the encoder send repair for symbols nobody lost.
+                let closed = b.complete || b.k.is_some() || self.highest.is_some_and(|h| h > id);
+                if !closed || b.last_arrival + self.cfg.feedback_delay > now {
                     continue;
                 }
                 b.reported = true;
@@ -583,6 +590,12 @@ impl Decoder {
         if self.cfg.in_order {
             self.release();
         }
+    }
+
+    /// Whether block `id` is closed at the encoder as far as this end knows: complete, its size
+    /// known, or a later block seen.
+    fn closed(&self, id: u32, b: &Block) -> bool {
+        b.complete || b.k.is_some() || self.highest.is_some_and(|h| h > id)
     }
 
     /// Counters.

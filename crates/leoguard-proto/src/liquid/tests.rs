@@ -610,3 +610,32 @@ fn bench_workload_decodes_everything_it_encoded() {
     assert_eq!(lossy.len(), d.len() - (3 * 59) / 20);
     assert_eq!(w.decode(&lossy), (150, w.bytes()));
 }
+
+#[test]
+fn a_block_the_encoder_may_still_be_filling_is_not_reported_short() {
+    // The two full source symbols of a still-open block (k = 0 on the wire) leave at once (the third,
+    // partly filled, waits for the block to close); only the first
+    // reaches the decoder before a quiet spell longer than the feedback delay. Nothing says the
+    // other two were sent yet, so there is no short report (a report here made the encoder send
+    // repair for symbols nobody lost). A later block's symbol shows the first one closed: then it is.
+    let cfg = LiquidConfig::default();
+    let (mut enc, mut dec) = (Encoder::new(cfg).unwrap(), Decoder::new(cfg).unwrap());
+    enc.push(at(0), &packet(0, 3000));
+    let first = drain_tx(&mut enc, at(0));
+    assert_eq!(first.len(), 2);
+    let (h, _) = SymbolHeader::parse(&first[0], cfg.symbol_size).unwrap();
+    assert_eq!((h.block, h.k), (0, 0));
+    dec.on_datagram(at(100), &first[0]).unwrap();
+    assert_eq!(dec.poll_feedback(at(5_000)), None);
+    assert_eq!(dec.stats().short_reports, 0);
+    // Block 0 closes at the encoder (1 ms idle); block 1's first symbol arrives, block 0's repair
+    // and other symbols are lost.
+    enc.handle_timeout(at(1_100));
+    let _lost = drain_tx(&mut enc, at(1_100));
+    enc.push(at(6_000), &packet(1, 3000));
+    let later = drain_tx(&mut enc, at(6_000));
+    dec.on_datagram(at(6_100), &later[0]).unwrap();
+    let fb = dec.poll_feedback(at(6_100 + 2_100)).expect("block 0 is short now");
+    let entries = wire::parse_feedback(&fb).unwrap();
+    assert!(entries.iter().any(|e| e.block == 0 && !e.complete && e.received == 1), "{entries:?}");
+}
