@@ -25,14 +25,15 @@ $(STAMP): pyproject.toml tools/install_deps.py
 	touch $@
 
 # Debian packages the tests use: tshark reads leoguard's pcap captures (issue 4); iperf3 drives TCP
-# through the real tunnel between network namespaces (issue 6).
+# through the real tunnel between network namespaces, which iproute2's `ip` sets up (issue 6).
 SYSDEPS := $(VENV)/.leoguard-sysdeps
 $(SYSDEPS): | $(STAMP)
-	@command -v tshark >/dev/null && command -v iperf3 >/dev/null || { \
-	  echo "installing tshark, iperf3 (apt)"; \
-	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark iperf3 >/dev/null; }
+	@command -v tshark >/dev/null && command -v iperf3 >/dev/null && command -v ip >/dev/null || { \
+	  echo "installing tshark, iperf3, iproute2 (apt)"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark iperf3 iproute2 >/dev/null; }
 	@command -v tshark >/dev/null || { echo "tshark is missing and could not be installed" >&2; exit 1; }
 	@command -v iperf3 >/dev/null || { echo "iperf3 is missing and could not be installed" >&2; exit 1; }
+	@command -v ip >/dev/null || { echo "ip (iproute2) is missing and could not be installed" >&2; exit 1; }
 	touch $@
 
 setup: $(STAMP) $(SYSDEPS) ## Install Python dependencies into .venv and Debian packages (Rust crates come with the build)
