@@ -690,21 +690,12 @@ mod tests {
                 flow(FlowKind::Cbr { rate: Bps::mbps(2), size: 1200 }, TC_DELAY_SENSITIVE),
                 flow(FlowKind::Tcp { cc: "cubic".into(), bytes: Some(300_000), rate: None }, 0),
             ],
-            events: vec![],
-            routes: vec![],
             duration: Duration::from_millis(500),
             seed: 2,
             sample_every: Duration::from_millis(100),
-            leo: None,
-            constellation: None,
-            link_sample_every: Duration::ZERO,
-            app_delay_every: 0,
             satguard: Some(crate::schemes::satguard::SatguardOptions::default()),
-            linkguardian: None,
-            mpep: None,
-            tambur: None,
-            liquid: None,
             capture: Some(CaptureSpec { nodes: vec![1], max_packets, snaplen: MAX_SNAPLEN }),
+            ..Default::default()
         }
     }
 

@@ -13,21 +13,11 @@ fn two_node(loss: LossSpec, flow: FlowKind) -> Scenario {
             loss_ba: LossSpec::None,
         }],
         flows: vec![FlowSpec { src: 0, dst: 1, kind: flow, start: Instant::ZERO, tc: 0 }],
-        events: vec![],
         duration: Duration::from_secs(10),
         seed: 1,
         sample_every: Duration::from_millis(100),
-        leo: None,
-        routes: vec![],
-        constellation: None,
         link_sample_every: Duration::from_millis(100),
-        app_delay_every: 0,
-        satguard: None,
-        linkguardian: None,
-        mpep: None,
-        tambur: None,
-        liquid: None,
-        capture: None,
+        ..Default::default()
     }
 }
 

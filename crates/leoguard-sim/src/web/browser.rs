@@ -270,15 +270,7 @@ impl WebClient {
             });
             let ci = load.conns.len() - 1;
             load.hosts[o].conns.push(ci);
-            ctx.send(Packet {
-                flow,
-                size: sizes::SYN,
-                dst: peer.0,
-                sent_at: now,
-                flags: FLAG_SYN,
-                net: crate::engine::NetFields { tc: self.tc, ..Default::default() },
-                ..Default::default()
-            });
+            ctx.send(syn(flow, peer, now, self.tc));
         }
         let conns: Vec<usize> = self.loads[k].hosts[o].conns.clone();
         for ci in conns {
@@ -585,18 +577,23 @@ impl Agent for WebClient {
             c.syn_deadline = Some(now + Duration(SETUP_TIMEOUT.as_nanos() << (c.syn_tries - 1).min(6)));
             let (flow, peer) = (c.ep.flow, c.ep.peer);
             self.loads[k].setup_retries += 1;
-            ctx.send(Packet {
-                flow,
-                size: sizes::SYN,
-                dst: peer.0,
-                sent_at: now,
-                flags: FLAG_SYN,
-                net: crate::engine::NetFields { tc: self.tc, ..Default::default() },
-                ..Default::default()
-            });
+            ctx.send(syn(flow, peer, now, self.tc));
         } else {
             c.ep.on_timeout(ctx);
         }
         self.settle(k, ci, ctx);
+    }
+}
+
+/// A SYN of connection flow `flow` to `peer` (a first one, or a retry).
+fn syn(flow: u32, peer: NodeId, now: Instant, tc: u8) -> Packet {
+    Packet {
+        flow,
+        size: sizes::SYN,
+        dst: peer.0,
+        sent_at: now,
+        flags: FLAG_SYN,
+        net: crate::engine::NetFields { tc, ..Default::default() },
+        ..Default::default()
     }
 }

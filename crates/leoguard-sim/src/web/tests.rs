@@ -142,21 +142,9 @@ fn two_node(kind: FlowKind, loss: LossSpec, secs: u64) -> Scenario {
             loss_ba: loss,
         }],
         flows: vec![FlowSpec { src: 0, dst: 1, kind, start: Instant::ZERO, tc: 0 }],
-        events: vec![],
-        routes: vec![],
         duration: Duration::from_secs(secs),
         seed: 3,
-        sample_every: Duration::ZERO,
-        leo: None,
-        constellation: None,
-        link_sample_every: Duration::ZERO,
-        app_delay_every: 0,
-        satguard: None,
-        linkguardian: None,
-        mpep: None,
-        tambur: None,
-        liquid: None,
-        capture: None,
+        ..Default::default()
     }
 }
 

@@ -26,21 +26,11 @@ fn lossy(cc: &str, liquid: Option<LiquidOptions>, secs: u64) -> Scenario {
             start: Instant::ZERO,
             tc: 0,
         }],
-        events: vec![],
-        routes: vec![],
         duration: Duration::from_secs(secs),
         seed: 5,
         sample_every: Duration::from_millis(100),
-        leo: None,
-        constellation: None,
-        link_sample_every: Duration::ZERO,
-        app_delay_every: 0,
-        mpep: None,
-        satguard: None,
-        linkguardian: None,
-        tambur: None,
         liquid,
-        capture: None,
+        ..Default::default()
     }
 }
 

@@ -229,23 +229,13 @@ fn nyc_lon(secs: u64, policy: leoguard_orbit::Policy, mpep: Option<MpepOptions>)
     };
     Scenario {
         nodes: topo.node_count() as u32,
-        links: vec![],
         flows: vec![tcp(None, 0), tcp(Some(40_000_000), 11_500_000_000)],
-        events: vec![],
-        routes: vec![],
         duration: Duration::from_secs(secs),
         seed: 1,
         sample_every: Duration::from_millis(100),
-        leo: None,
         constellation: Some(topo),
-        link_sample_every: Duration::ZERO,
-        app_delay_every: 0,
-        satguard: None,
-        linkguardian: None,
         mpep,
-        tambur: None,
-        liquid: None,
-        capture: None,
+        ..Default::default()
     }
 }
 

@@ -57,23 +57,13 @@ fn nyc_lon(satguard: Option<SatguardOptions>, loss: f64) -> Scenario {
     };
     Scenario {
         nodes: topo.node_count() as u32,
-        links: vec![],
         flows: vec![probe(2, 0), probe(0, 2)],
-        events: vec![],
-        routes: vec![],
         duration: Duration::from_secs_f64(duration),
         seed: 3,
         sample_every: Duration::from_millis(100),
-        leo: None,
         constellation: Some(topo),
-        link_sample_every: Duration::ZERO,
-        app_delay_every: 0,
         satguard,
-        linkguardian: None,
-        mpep: None,
-        tambur: None,
-        liquid: None,
-        capture: None,
+        ..Default::default()
     }
 }
 

@@ -24,21 +24,11 @@ fn lossy(tambur: Option<TamburOptions>) -> Scenario {
             start: Instant::ZERO,
             tc: 0,
         }],
-        events: vec![],
-        routes: vec![],
         duration: Duration::from_secs(8),
         seed: 3,
         sample_every: Duration::from_millis(100),
-        leo: None,
-        constellation: None,
-        link_sample_every: Duration::ZERO,
-        app_delay_every: 0,
-        mpep: None,
-        satguard: None,
-        linkguardian: None,
         tambur,
-        liquid: None,
-        capture: None,
+        ..Default::default()
     }
 }
 
