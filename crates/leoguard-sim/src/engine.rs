@@ -7,22 +7,15 @@
 //! not touch packets already in flight. A link that goes down loses every packet on the wire and in
 //! its queue (a handover interruption).
 
-use crate::loss::LossModel;
-use leoguard_core::{Bps, Bytes, Duration, Instant, RngStream};
+use leoguard_core::{Duration, Instant};
+use leoguard_net::link::Offer;
+pub use leoguard_net::link::{DropReason, LinkId, LinkStats, NodeId, QueueLimit};
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 /// Index of a packet slot in the pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PacketId(pub u32);
-
-/// Index of a link.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct LinkId(pub u32);
-
-/// Index of a node.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct NodeId(pub u32);
 
 /// A packet as the simulator sees it: a plain struct, reused through the pool.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -290,132 +283,8 @@ impl EventQueue {
     }
 }
 
-/// A queue limit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum QueueLimit {
-    /// At most this many bytes queued (excluding the packet being serialised).
-    Bytes(u64),
-    /// At most this many packets queued.
-    Packets(u32),
-}
-
-/// Counters of one link.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LinkStats {
-    /// Packets offered to the link.
-    pub offered: u64,
-    /// Packets that reached the far end.
-    pub delivered: u64,
-    /// Bytes that reached the far end.
-    pub delivered_bytes: u64,
-    /// Dropped because the queue was full.
-    pub drops_queue: u64,
-    /// Dropped by the loss model.
-    pub drops_loss: u64,
-    /// Lost because the link was or went down.
-    pub drops_down: u64,
-    /// Time spent serialising, ns (utilisation = busy / elapsed).
-    pub busy_ns: u64,
-    /// Largest queue seen, bytes.
-    pub max_queue_bytes: u64,
-}
-
-/// A one-way link.
-#[derive(Debug)]
-pub struct Link {
-    /// Sending end.
-    pub from: NodeId,
-    /// Receiving end.
-    pub to: NodeId,
-    /// Capacity.
-    pub rate: Bps,
-    /// Current one-way propagation delay.
-    pub delay: Duration,
-    /// Queue limit.
-    pub limit: QueueLimit,
-    /// Whether the link is up.
-    pub up: bool,
-    /// Counters.
-    pub stats: LinkStats,
-    queue: VecDeque<PacketId>,
-    queued_bytes: u64,
-    /// Link-local control packets at the head of the queue (they go ahead of data: HAcks and
-    /// link-layer ACKs have their own, prioritised channel on real links).
-    queued_control: usize,
-    /// Packet being serialised.
-    tx: Option<PacketId>,
-    /// Packets propagating, in arrival order, with their arrival times. Only the head has an event in
-    /// the global queue, so the queue holds one arrival per link, not one per packet in flight.
-    wire: VecDeque<(Instant, PacketId)>,
-    epoch: u32,
-    loss: Option<Box<dyn LossModel>>,
-    rng: RngStream,
-}
-
-impl Link {
-    /// A link; `rng` is its own stream (used by its loss model).
-    pub fn new(from: NodeId, to: NodeId, rate: Bps, delay: Duration, limit: QueueLimit, rng: RngStream) -> Self {
-        Link {
-            from,
-            to,
-            rate,
-            delay,
-            limit,
-            up: true,
-            stats: LinkStats::default(),
-            queue: VecDeque::new(),
-            queued_bytes: 0,
-            queued_control: 0,
-            tx: None,
-            wire: VecDeque::new(),
-            epoch: 0,
-            loss: None,
-            rng,
-        }
-    }
-
-    /// Sets (or replaces) the loss model of a link already in a network.
-    pub fn set_loss(&mut self, loss: Box<dyn LossModel>) {
-        self.loss = Some(loss);
-    }
-
-    /// The link's loss model, if any.
-    pub fn loss_model(&self) -> Option<&dyn LossModel> {
-        self.loss.as_deref()
-    }
-
-    /// Bytes waiting (excluding the packet on the transmitter).
-    pub fn queued_bytes(&self) -> u64 {
-        self.queued_bytes
-    }
-
-    /// Whether a packet of `size` bytes offered now would find room (an idle transmitter or space in
-    /// the queue); a link that is down or loses the packet in transmission still "accepts" it.
-    pub fn has_room(&self, size: u32) -> bool {
-        self.tx.is_none()
-            || match self.limit {
-                QueueLimit::Bytes(b) => self.queued_bytes + u64::from(size) <= b,
-                QueueLimit::Packets(n) => self.queue.len() < n as usize,
-            }
-    }
-
-    /// How long a packet of `size` bytes offered now waits until its last bit is sent: the queue ahead
-    /// of it and its own serialisation (the packet on the transmitter is left out: at most one MTU).
-    pub fn egress_wait(&self, size: u32) -> Duration {
-        self.rate.transmission_time(Bytes(self.queued_bytes + u64::from(size))).unwrap_or(Duration::ZERO)
-    }
-}
-
-/// Why a packet was dropped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DropReason {
-    /// Queue full.
-    Queue,
-    /// Loss model.
-    Loss,
-    /// Link down.
-    Down,
-}
+/// A one-way link of the simulator (the model is leoguard-net's, shared with the emulator).
+pub type Link = leoguard_net::Link<PacketId>;
 
 /// What a link operation produced for the caller (the simulator routes it on).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -448,70 +317,27 @@ impl Network {
 
     /// Offers packet `pkt` to link `id` at the current time.
     pub fn send(&mut self, id: LinkId, pkt: PacketId) -> LinkOutput {
-        let now = self.now;
-        let size = u64::from(self.pool.get(pkt).size);
-        let l = &mut self.links[id.0 as usize];
-        l.stats.offered += 1;
-        if !l.up {
-            l.stats.drops_down += 1;
-            return LinkOutput::Dropped(pkt, DropReason::Down);
-        }
-        if let Some(m) = l.loss.as_mut() {
-            if m.drop_packet(now, &mut l.rng) {
-                l.stats.drops_loss += 1;
-                return LinkOutput::Dropped(pkt, DropReason::Loss);
+        let p = self.pool.get(pkt);
+        let (size, control) = (p.size, p.net.flags & NET_CONTROL != 0);
+        match self.links[id.0 as usize].offer(self.now, pkt, size, control) {
+            Offer::Dropped(p, why) => LinkOutput::Dropped(p, why),
+            Offer::Transmitting { done } => {
+                self.events.push(done, Event::TxDone(id));
+                LinkOutput::Pending
             }
+            Offer::Queued => LinkOutput::Pending,
         }
-        if l.tx.is_none() {
-            l.tx = Some(pkt);
-            let tx = l.rate.transmission_time(Bytes(size)).unwrap_or(Duration::ZERO);
-            l.stats.busy_ns += tx.as_nanos();
-            self.events.push(now + tx, Event::TxDone(id));
-            return LinkOutput::Pending;
-        }
-        // Link-local control packets ride a prioritised channel: they never wait for queue space.
-        let control = self.pool.get(pkt).net.flags & NET_CONTROL != 0;
-        let fits = control
-            || match l.limit {
-                QueueLimit::Bytes(b) => l.queued_bytes + size <= b,
-                QueueLimit::Packets(n) => l.queue.len() < n as usize,
-            };
-        if !fits {
-            l.stats.drops_queue += 1;
-            return LinkOutput::Dropped(pkt, DropReason::Queue);
-        }
-        if control {
-            // Behind the control packets already waiting, ahead of all data.
-            l.queue.insert(l.queued_control, pkt);
-            l.queued_control += 1;
-        } else {
-            l.queue.push_back(pkt);
-        }
-        l.queued_bytes += size;
-        l.stats.max_queue_bytes = l.stats.max_queue_bytes.max(l.queued_bytes);
-        LinkOutput::Pending
     }
 
     /// Handles a `TxDone`: the head packet starts propagating, the next one starts serialising.
     pub fn tx_done(&mut self, id: LinkId) {
-        let now = self.now;
         let l = &mut self.links[id.0 as usize];
-        let Some(pkt) = l.tx.take() else { return };
-        // A link does not reorder: a packet never arrives before the one ahead of it (delays change by
-        // microseconds between routing steps, so the clamp is at most that).
-        let at = l.wire.back().map_or(now + l.delay, |&(prev, _)| prev.max(now + l.delay));
-        l.wire.push_back((at, pkt));
-        if l.wire.len() == 1 {
-            self.events.push(at, Event::Arrive { link: id, pkt, epoch: l.epoch });
+        let done = l.tx_done(self.now);
+        if let Some((at, pkt)) = done.head_arrival {
+            self.events.push(at, Event::Arrive { link: id, pkt, epoch: l.epoch() });
         }
-        if let Some(next) = l.queue.pop_front() {
-            l.queued_control = l.queued_control.saturating_sub(1);
-            let size = u64::from(self.pool.get(next).size);
-            l.queued_bytes -= size;
-            l.tx = Some(next);
-            let tx = l.rate.transmission_time(Bytes(size)).unwrap_or(Duration::ZERO);
-            l.stats.busy_ns += tx.as_nanos();
-            self.events.push(now + tx, Event::TxDone(id));
+        if let Some(at) = done.next_done {
+            self.events.push(at, Event::TxDone(id));
         }
     }
 
@@ -520,16 +346,11 @@ impl Network {
     /// since; its packets were already reported lost by [`Network::set_link_state`]).
     pub fn arrive(&mut self, id: LinkId, pkt: PacketId, epoch: u32) -> Option<PacketId> {
         let l = &mut self.links[id.0 as usize];
-        if epoch != l.epoch {
-            return None;
-        }
-        let (_, head) = l.wire.pop_front()?;
+        let (head, next) = l.arrive(epoch)?;
         debug_assert_eq!(head, pkt, "wire head and event agree");
-        if let Some(&(at, next)) = l.wire.front() {
-            self.events.push(at, Event::Arrive { link: id, pkt: next, epoch: l.epoch });
+        if let Some((at, next)) = next {
+            self.events.push(at, Event::Arrive { link: id, pkt: next, epoch: l.epoch() });
         }
-        l.stats.delivered += 1;
-        l.stats.delivered_bytes += u64::from(self.pool.get(head).size);
         self.pool.get_mut(head).hops += 1;
         Some(head)
     }
@@ -537,33 +358,19 @@ impl Network {
     /// Sets a link up or down. Going down loses the packet being serialised, the queue and every packet
     /// on the wire; they are appended to `lost` for the caller to record and release.
     pub fn set_link_state(&mut self, id: LinkId, up: bool, lost: &mut Vec<PacketId>) {
-        let l = &mut self.links[id.0 as usize];
-        if l.up == up {
-            return;
-        }
-        l.up = up;
-        if !up {
-            l.epoch = l.epoch.wrapping_add(1); // the pending head event of the old epoch is ignored
-            let before = lost.len();
-            lost.extend(l.tx.take());
-            lost.extend(l.queue.drain(..));
-            lost.extend(l.wire.drain(..).map(|(_, p)| p));
-            l.queued_bytes = 0;
-            l.queued_control = 0;
-            l.stats.drops_down += (lost.len() - before) as u64;
-        }
+        self.links[id.0 as usize].set_state(up, lost);
     }
 
     /// Changes a link's propagation delay for packets that start propagating from now on.
     pub fn set_link_delay(&mut self, id: LinkId, delay: Duration) {
-        self.links[id.0 as usize].delay = delay;
+        self.links[id.0 as usize].set_delay(delay);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use leoguard_core::stream;
+    use leoguard_core::{stream, Bps};
     use proptest::prelude::prop_assert;
     use proptest::prop_assert_eq;
 

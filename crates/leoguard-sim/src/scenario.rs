@@ -4,37 +4,20 @@
 //! this from TOML; tests build it directly.
 
 use crate::constellation::{ConstellationTopo, TopoError};
-use crate::engine::{LinkId, NodeId, QueueLimit};
-use crate::loss::{LossError, LossSpec};
-use crate::sim::{AgentId, CbrSource, Control, Sim, Sink};
+use crate::engine::NodeId;
+use crate::loss::LossError;
+use crate::sim::{AgentId, CbrSource, Sim, Sink};
 use crate::tcp_agent::{TcpSink, TcpSource};
 use leoguard_core::{Bps, Duration, Instant};
+use leoguard_net::topo::{Topology, TopologyError};
 use leoguard_proto::cc;
 use leoguard_proto::tcp::{TcpConfig, TcpReceiver, TcpSender};
-use std::collections::VecDeque;
 
 mod results;
 use results::{agent, collect};
 pub use results::{AppDelayRow, DropRow, FlowResult, LinkRow, LinkSeriesRow, PacketRow, RunResult, SeriesRow};
 
-/// A bidirectional link between two nodes (each direction has its own queue; loss may differ).
-#[derive(Clone, Debug, PartialEq)]
-pub struct LinkSpec {
-    /// One end.
-    pub a: u32,
-    /// Other end.
-    pub b: u32,
-    /// Capacity of each direction.
-    pub rate: Bps,
-    /// One-way propagation delay.
-    pub delay: Duration,
-    /// Queue limit of each direction.
-    pub queue: QueueLimit,
-    /// Loss on a -> b.
-    pub loss_ab: LossSpec,
-    /// Loss on b -> a.
-    pub loss_ba: LossSpec,
-}
+pub use leoguard_net::topo::{LinkEvent, LinkSpec, RouteEvent};
 
 /// What a flow sends.
 #[derive(Clone, Debug, PartialEq)]
@@ -86,31 +69,6 @@ pub struct FlowSpec {
     pub start: Instant,
     /// IPv6 Traffic Class of its packets (SATGUARD protects delay-sensitive ones).
     pub tc: u8,
-}
-
-/// A scheduled change of a link (both directions).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LinkEvent {
-    /// When.
-    pub at: Instant,
-    /// Index into the scenario's links.
-    pub link: usize,
-    /// New state.
-    pub up: bool,
-}
-
-/// A scheduled route change: from `at` on, node `node` sends traffic for `dst` over link `link` (in
-/// the direction leaving `node`); `link: None` removes the route.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RouteEvent {
-    /// When.
-    pub at: Instant,
-    /// Forwarding node.
-    pub node: u32,
-    /// Destination node.
-    pub dst: u32,
-    /// Index into the scenario's links, or None.
-    pub link: Option<usize>,
 }
 
 /// A whole scenario.
@@ -188,38 +146,33 @@ fn invalid(field: String, value: impl ToString, reason: &str) -> ScenarioError {
     ScenarioError::Invalid { field, value: value.to_string(), reason: reason.to_string() }
 }
 
+impl From<TopologyError> for ScenarioError {
+    fn from(e: TopologyError) -> Self {
+        match e {
+            TopologyError::Invalid { field, value, reason } => ScenarioError::Invalid { field, value, reason },
+            TopologyError::Leo(e) => ScenarioError::Leo(e),
+            TopologyError::Topo(e) => ScenarioError::Topo(e),
+            TopologyError::Loss { field, source } => ScenarioError::Loss { field, source },
+        }
+    }
+}
+
 impl Scenario {
+    /// The network part of the scenario (what the emulator builds too).
+    pub fn topology(&self) -> Topology<'_> {
+        Topology {
+            nodes: self.nodes,
+            links: &self.links,
+            events: &self.events,
+            routes: &self.routes,
+            leo: self.leo.as_ref(),
+            constellation: self.constellation.as_ref(),
+        }
+    }
+
     /// Checks every field; errors name it.
     pub fn validate(&self) -> Result<(), ScenarioError> {
-        if let Some(leo) = &self.leo {
-            leo.validate()?;
-            if !self.links.is_empty() || !self.events.is_empty() {
-                return Err(invalid(
-                    "links".into(),
-                    self.links.len(),
-                    "a LEO-path scenario takes its links from the path",
-                ));
-            }
-            if self.nodes as usize != leo.node_count() {
-                return Err(invalid("nodes".into(), self.nodes, "must equal the LEO path's node count"));
-            }
-        }
-        if let Some(c) = &self.constellation {
-            c.validate()?;
-            if self.leo.is_some() || !self.links.is_empty() || !self.events.is_empty() || !self.routes.is_empty() {
-                return Err(invalid(
-                    "links".into(),
-                    self.links.len(),
-                    "a constellation scenario takes its links and routes from the constellation",
-                ));
-            }
-            if self.nodes as usize != c.node_count() {
-                return Err(invalid("nodes".into(), self.nodes, "must equal the constellation's node count"));
-            }
-        }
-        if self.nodes < 2 {
-            return Err(invalid("nodes".into(), self.nodes, "needs at least 2 nodes"));
-        }
+        self.topology().validate()?;
         if self.satguard.is_some() && self.linkguardian.is_some() {
             return Err(invalid("linkguardian".into(), "on", "runs instead of satguard, not with it"));
         }
@@ -248,24 +201,6 @@ impl Scenario {
         }
         if self.duration == Duration::ZERO {
             return Err(invalid("duration_s".into(), 0, "must be > 0"));
-        }
-        for (i, l) in self.links.iter().enumerate() {
-            if l.a >= self.nodes || l.b >= self.nodes || l.a == l.b {
-                return Err(invalid(
-                    format!("links[{i}]"),
-                    format!("{}-{}", l.a, l.b),
-                    "ends must be two different existing nodes",
-                ));
-            }
-            if l.rate.0 == 0 {
-                return Err(invalid(format!("links[{i}].rate_bps"), 0, "must be > 0"));
-            }
-            if matches!(l.queue, QueueLimit::Bytes(0) | QueueLimit::Packets(0)) {
-                return Err(invalid(format!("links[{i}].queue"), 0, "must be > 0"));
-            }
-            for (dir, spec) in [("loss", &l.loss_ab), ("loss_reverse", &l.loss_ba)] {
-                spec.validate().map_err(|source| ScenarioError::Loss { field: format!("links[{i}].{dir}"), source })?;
-            }
         }
         for (i, f) in self.flows.iter().enumerate() {
             if f.src >= self.nodes || f.dst >= self.nodes || f.src == f.dst {
@@ -315,11 +250,6 @@ impl Scenario {
                 }
             }
         }
-        for (i, e) in self.events.iter().enumerate() {
-            if e.link >= self.links.len() {
-                return Err(invalid(format!("events[{i}].link"), e.link, "is not a link index"));
-            }
-        }
         if let Some(c) = &self.capture {
             if c.nodes.is_empty() {
                 return Err(invalid("capture.nodes".into(), "[]", "must name at least one node"));
@@ -334,41 +264,7 @@ impl Scenario {
                 return Err(invalid("capture.snaplen".into(), c.snaplen, "must be in [1, 65535] bytes"));
             }
         }
-        for (i, r) in self.routes.iter().enumerate() {
-            if r.node >= self.nodes || r.dst >= self.nodes {
-                return Err(invalid(format!("routes[{i}]"), format!("{} -> {}", r.node, r.dst), "not a node"));
-            }
-            if let Some(l) = r.link {
-                let ok = self.links.get(l).is_some_and(|x| x.a == r.node || x.b == r.node);
-                if !ok {
-                    return Err(invalid(format!("routes[{i}].link"), l, "is not a link index with an end at node"));
-                }
-            }
-        }
         Ok(())
-    }
-}
-
-/// Shortest-hop next hops over all links (BFS from every destination).
-fn route_all(sim: &mut Sim, nodes: u32, dirs: &[(u32, u32, LinkId)]) {
-    let n = nodes as usize;
-    let mut into: Vec<Vec<(u32, LinkId)>> = vec![Vec::new(); n]; // into[v] = links u -> v
-    for &(u, v, id) in dirs {
-        into[v as usize].push((u, id));
-    }
-    for dst in 0..n {
-        let mut seen = vec![false; n];
-        seen[dst] = true;
-        let mut q = VecDeque::from([dst as u32]);
-        while let Some(v) = q.pop_front() {
-            for &(u, id) in &into[v as usize] {
-                if !seen[u as usize] {
-                    seen[u as usize] = true;
-                    sim.route(NodeId(u), NodeId(dst as u32), id);
-                    q.push_back(u);
-                }
-            }
-        }
     }
 }
 
@@ -426,13 +322,10 @@ impl Running {
     pub fn new(s: &Scenario) -> Result<Running, ScenarioError> {
         s.validate()?;
         let mut sim = Sim::new(s.nodes as usize, s.seed);
-        if let Some(leo) = &s.leo {
-            leo.install(&mut sim)?;
-        }
-        let mut topo_info = None;
+        let mut ends: Vec<u32> = Vec::new();
+        let mut serving_of = Vec::new();
         if let Some(c) = &s.constellation {
-            let mut ends: Vec<u32> = s.flows.iter().flat_map(|f| [f.src, f.dst]).collect();
-            let mut serving_of = Vec::new();
+            ends = s.flows.iter().flat_map(|f| [f.src, f.dst]).collect();
             if let Some(m) = &s.mpep {
                 // Every flow kind goes through the proxies (TCP and web split, UDP relayed).
                 let tcp: Vec<(u32, u32)> = s.flows.iter().map(|f| (f.src, f.dst)).collect();
@@ -440,35 +333,8 @@ impl Running {
                 ends.extend(tcp.iter().flat_map(|&(a, b)| [c.ground_of(a), c.ground_of(b)]).flatten());
                 serving_of = crate::schemes::mpep::proxied_grounds(c, m, &tcp);
             }
-            topo_info = Some(c.install_with(&mut sim, &ends, &serving_of)?);
         }
-        let mut dirs = Vec::new();
-        let mut pairs = Vec::new();
-        for (i, l) in s.links.iter().enumerate() {
-            let ab = sim.add_link(NodeId(l.a), NodeId(l.b), l.rate, l.delay, l.queue);
-            let ba = sim.add_link(NodeId(l.b), NodeId(l.a), l.rate, l.delay, l.queue);
-            for (id, spec, dir) in [(ab, &l.loss_ab, "loss"), (ba, &l.loss_ba, "loss_reverse")] {
-                if *spec != LossSpec::None {
-                    let m = spec
-                        .build()
-                        .map_err(|source| ScenarioError::Loss { field: format!("links[{i}].{dir}"), source })?;
-                    sim.link_mut(id).set_loss(m);
-                }
-            }
-            dirs.push((l.a, l.b, ab));
-            dirs.push((l.b, l.a, ba));
-            pairs.push((ab, ba));
-        }
-        route_all(&mut sim, s.nodes, &dirs);
-        for e in &s.events {
-            let (ab, ba) = pairs[e.link];
-            sim.schedule_link_state(e.at, ab, e.up);
-            sim.schedule_link_state(e.at, ba, e.up);
-        }
-        for r in &s.routes {
-            let via = r.link.map(|l| if s.links[l].a == r.node { pairs[l].0 } else { pairs[l].1 });
-            sim.schedule_controls(r.at, vec![Control::Route { at: NodeId(r.node), dst: NodeId(r.dst), via }]);
-        }
+        let topo_info = s.topology().build(&mut sim, &ends, &serving_of)?.info;
         sim.sample_links(s.link_sample_every);
         if let Some(c) = &s.capture {
             let at: Vec<NodeId> = c.nodes.iter().map(|&n| NodeId(n)).collect();

@@ -111,44 +111,7 @@ pub trait Agent: std::fmt::Debug + std::any::Any + Send {
     fn on_link_state(&mut self, _link: LinkId, _up: bool, _ctx: &mut Ctx) {}
 }
 
-/// One control action applied at a scheduled time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Control {
-    /// Node `at` forwards traffic for `dst` on `via` from now on.
-    Route {
-        /// Forwarding node.
-        at: NodeId,
-        /// Destination.
-        dst: NodeId,
-        /// Outgoing link; `None` removes the route (packets are dropped as "no-route").
-        via: Option<LinkId>,
-    },
-    /// A link's propagation delay becomes `delay` for packets that start propagating from now on.
-    Delay {
-        /// The link.
-        link: LinkId,
-        /// New delay.
-        delay: Duration,
-    },
-    /// A link goes up or down.
-    State {
-        /// The link.
-        link: LinkId,
-        /// New state.
-        up: bool,
-    },
-}
-
-/// A source of topology changes computed as the run goes (e.g. the constellation's snapshot routing):
-/// at each of its update times it appends the changes to apply and says when it next wants to run.
-pub trait Driver: std::fmt::Debug + Send {
-    /// Appends the changes due at `now` to `out`; returns the next update time, if any.
-    fn step(&mut self, now: Instant, out: &mut Vec<Control>) -> Option<Instant>;
-    /// A problem that stopped the driver early (the topology then stays as it was).
-    fn error(&self) -> Option<String> {
-        None
-    }
-}
+pub use leoguard_net::topo::{Control, Driver};
 
 /// A record of a dropped packet: where and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -218,6 +181,40 @@ pub struct Sim {
     drive_at_start: bool,
     /// The packet capture tap, if any (boxed: the common case pays one pointer test per packet).
     capture: Option<Box<CaptureTap>>,
+}
+
+impl leoguard_net::NetBuilder for Sim {
+    fn add_link(&mut self, from: NodeId, to: NodeId, rate: Bps, delay: Duration, limit: QueueLimit) -> LinkId {
+        Sim::add_link(self, from, to, rate, delay, limit)
+    }
+
+    fn set_loss(&mut self, link: LinkId, loss: Box<dyn crate::loss::LossModel>) {
+        self.link_mut(link).set_loss(loss);
+    }
+
+    fn set_initial_state(&mut self, link: LinkId, up: bool) {
+        self.link_mut(link).up = up;
+    }
+
+    fn link_delay(&self, link: LinkId) -> Duration {
+        self.net.links[link.0 as usize].delay
+    }
+
+    fn link_count(&self) -> usize {
+        self.net.links.len()
+    }
+
+    fn route(&mut self, at: NodeId, dst: NodeId, via: LinkId) {
+        Sim::route(self, at, dst, via);
+    }
+
+    fn schedule_controls(&mut self, at: Instant, actions: Vec<Control>) {
+        Sim::schedule_controls(self, at, actions);
+    }
+
+    fn set_driver(&mut self, driver: Box<dyn Driver>, first: Instant) {
+        Sim::set_driver(self, driver, first);
+    }
 }
 
 impl Sim {

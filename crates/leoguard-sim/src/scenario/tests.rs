@@ -1,4 +1,6 @@
 use super::*;
+use crate::engine::{LinkId, QueueLimit};
+use crate::loss::LossSpec;
 
 fn two_node(loss: LossSpec, flow: FlowKind) -> Scenario {
     Scenario {

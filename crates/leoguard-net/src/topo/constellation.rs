@@ -13,9 +13,9 @@
 //!
 //! Node numbering: ground nodes `0..G`, hosts `G..G+H`, satellite `s` is node `G + H + s`.
 
-use crate::engine::{LinkId, NodeId, QueueLimit};
+use super::{Control, Driver, NetBuilder};
+use crate::link::{LinkId, NodeId, QueueLimit};
 use crate::loss::{LossError, LossSpec};
-use crate::sim::{Control, Driver, Sim};
 use leoguard_core::{Bps, Duration, Instant};
 use leoguard_orbit::attach::Slot;
 use leoguard_orbit::geo::{distance, light_delay_s, Vec3};
@@ -223,14 +223,19 @@ impl ConstellationTopo {
     /// Builds the links in `sim` (which must have `node_count()` nodes), schedules the handovers and
     /// installs the routing driver for the flow ends `endpoints` (node ids). Returns what in-network
     /// schemes need to know (the connectivity cache as links, link roles, beam timeouts).
-    pub fn install(&self, sim: &mut Sim, endpoints: &[u32]) -> Result<TopoInfo, TopoError> {
+    pub fn install(&self, sim: &mut impl NetBuilder, endpoints: &[u32]) -> Result<TopoInfo, TopoError> {
         self.install_with(sim, endpoints, &[])
     }
 
     /// [`ConstellationTopo::install`], with next hops also towards every satellite that serves one
     /// of the ground nodes `serving_of` during the run (in-network proxies on ingress satellites are
     /// addressed there: M-PEP).
-    pub fn install_with(&self, sim: &mut Sim, endpoints: &[u32], serving_of: &[u32]) -> Result<TopoInfo, TopoError> {
+    pub fn install_with(
+        &self,
+        sim: &mut impl NetBuilder,
+        endpoints: &[u32],
+        serving_of: &[u32],
+    ) -> Result<TopoInfo, TopoError> {
         self.validate()?;
         let c = &self.constellation;
         let (g_count, h_count) = (self.grounds.len(), self.hosts.len());
@@ -249,7 +254,7 @@ impl ConstellationTopo {
             let ba = sim.add_link(b, a, self.isl_rate, Duration::ZERO, self.queue);
             for id in [ab, ba] {
                 if let Some(m) = loss(&self.isl_loss, "isl_loss")? {
-                    sim.link_mut(id).set_loss(m);
+                    sim.set_loss(id, m);
                 }
             }
             isl_links.push((ab, ba));
@@ -265,9 +270,9 @@ impl ConstellationTopo {
                 let down = sim.add_link(sat, g, self.gsl_rate, Duration::ZERO, self.queue);
                 for id in [up, down] {
                     if let Some(m) = loss(&self.gsl_loss, "gsl_loss")? {
-                        sim.link_mut(id).set_loss(m);
+                        sim.set_loss(id, m);
                     }
-                    sim.link_mut(id).up = s.start_s <= 0.0;
+                    sim.set_initial_state(id, s.start_s <= 0.0);
                 }
                 e.insert((up, down));
             }
@@ -339,7 +344,7 @@ impl ConstellationTopo {
     /// The connectivity cache as simulator links, link roles and beam timeouts (see [`TopoInfo`]).
     fn topo_info(
         &self,
-        sim: &Sim,
+        sim: &impl NetBuilder,
         per_ground: &[Vec<Slot>],
         handovers: &[leoguard_orbit::attach::Handover],
         gsl: &BTreeMap<(u32, u32), (LinkId, LinkId)>,
@@ -349,7 +354,7 @@ impl ConstellationTopo {
         let c = &self.constellation;
         let g_count = self.grounds.len() as u32;
         let first_sat = self.sat_node(0).0;
-        let n_links = sim.net.links.len();
+        let n_links = sim.link_count();
         let mut info = TopoInfo {
             first_serving: per_ground
                 .iter()
@@ -370,7 +375,7 @@ impl ConstellationTopo {
         let top = c.shell_altitudes_m()?.into_iter().fold(0.0, f64::max);
         let gsl_m = leoguard_orbit::geo::max_gsl_length_m(top, self.options.min_elevation_deg);
         info.max_gsl_delay = Duration::from_secs_f64(light_delay_s(gsl_m));
-        info.delay_hint = sim.net.links.iter().map(|l| l.delay).collect();
+        info.delay_hint = (0..n_links).map(|i| sim.link_delay(LinkId(i as u32))).collect();
         for &(up, down) in gsl.values() {
             info.delay_hint[up.0 as usize] = info.max_gsl_delay;
             info.delay_hint[down.0 as usize] = info.max_gsl_delay;
@@ -654,109 +659,5 @@ impl Driver for ConstellationDriver {
 
     fn error(&self) -> Option<String> {
         self.error.clone()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sim::{CbrSource, Sink};
-    use leoguard_orbit::InterruptionModel;
-
-    fn topo(policy: Policy, interruption: InterruptionModel) -> ConstellationTopo {
-        let c = Constellation::preset("starlink-shell1").unwrap();
-        let grounds = vec![
-            GroundNode::new("New York", 40.71, -74.01, 0.0, Role::Terminal).unwrap(),
-            GroundNode::new("London", 51.51, -0.13, 0.0, Role::Terminal).unwrap(),
-            GroundNode::new("Paris", 48.86, 2.35, 0.0, Role::Terminal).unwrap(),
-        ];
-        ConstellationTopo {
-            constellation: Arc::new(c),
-            grounds,
-            hosts: vec![HostSpec {
-                name: "server".into(),
-                ground: 1,
-                rate: Bps::mbps(1000),
-                delay: Duration::from_millis(2),
-            }],
-            options: TimelineOptions {
-                duration_s: 20.0,
-                step_s: 0.1,
-                min_elevation_deg: 25.0,
-                policy,
-                interruption,
-                seed: 1,
-            },
-            gsl_rate: Bps::mbps(100),
-            isl_rate: Bps::mbps(100),
-            queue: QueueLimit::Packets(1000),
-            gsl_loss: LossSpec::None,
-            isl_loss: LossSpec::None,
-        }
-    }
-
-    fn cbr(flow: u32, dst: u32, start: Instant) -> Box<CbrSource> {
-        Box::new(CbrSource {
-            flow,
-            dst: NodeId(dst),
-            size: 200,
-            interval: Duration::from_millis(1),
-            count: 20_000,
-            sent: 0,
-            start,
-            tc: 0,
-        })
-    }
-
-    #[test]
-    fn flows_between_several_places_follow_the_orbits() {
-        let t = topo(Policy::starlink(leoguard_orbit::constellation::DEFAULT_EPOCH_UNIX_S), InterruptionModel::None);
-        let mut sim = Sim::new(t.node_count(), 1);
-        // New York -> London and Paris -> the server behind London, sharing London's ground node.
-        let handovers = t.install(&mut sim, &[0, 1, 2, 3]).unwrap().handover_count;
-        assert!(handovers > 0, "20 s crosses a 15 s epoch");
-        sim.attach_flow(NodeId(0), 0, cbr(0, 1, Instant::ZERO));
-        let a = sim.attach_flow(NodeId(1), 0, Box::<Sink>::default());
-        sim.attach_flow(NodeId(2), 1, cbr(1, 3, Instant::ZERO));
-        let b = sim.attach_flow(NodeId(3), 1, Box::<Sink>::default());
-        sim.run(Instant(20_000_000_000));
-        let sink = |id| sim.agent_by_id(id).and_then(|x| x.as_any().downcast_ref::<Sink>()).unwrap();
-        let (ny, pa) = (sink(a), sink(b));
-        // Without interruptions and with no congestion almost everything arrives (a handover loses
-        // what the old ground link still held).
-        assert!(ny.received.len() > 19_000, "{}", ny.received.len());
-        assert!(pa.received.len() > 19_000, "{}", pa.received.len());
-        // New York - London is 5570 km: over LEO one-way delay is above 18.6 ms, and a sane path is
-        // well under 100 ms. Paris -> server adds the 2 ms terrestrial hop.
-        for r in &ny.received {
-            let owd = (r.2 - r.1).as_secs_f64();
-            assert!((0.0186..0.1).contains(&owd), "{owd}");
-            assert!(r.3 >= 3, "up, at least one ISL, down");
-        }
-        for r in &pa.received {
-            let owd = (r.2 - r.1).as_secs_f64();
-            assert!((0.0023..0.05).contains(&owd), "{owd}");
-        }
-        // The delay follows the orbits: it changes over the run.
-        let owds: Vec<u64> = ny.received.iter().map(|r| (r.2 - r.1).as_nanos()).collect();
-        assert!(owds.iter().max().unwrap() - owds.iter().min().unwrap() > 100_000);
-    }
-
-    #[test]
-    fn handover_interruptions_drop_packets_and_best_path_is_refused() {
-        let t =
-            topo(Policy::starlink(leoguard_orbit::constellation::DEFAULT_EPOCH_UNIX_S), InterruptionModel::Fixed(0.2));
-        let mut sim = Sim::new(t.node_count(), 1);
-        t.install(&mut sim, &[0, 1]).unwrap();
-        sim.attach_flow(NodeId(0), 0, cbr(0, 1, Instant::ZERO));
-        let a = sim.attach_flow(NodeId(1), 0, Box::<Sink>::default());
-        sim.run(Instant(20_000_000_000));
-        let got = sim.agent_by_id(a).and_then(|x| x.as_any().downcast_ref::<Sink>()).unwrap().received.len();
-        // Both ends hand over at the 12 s epoch, 200 ms each (they may overlap): 200-400 packets lost.
-        let lost = 20_000 - got;
-        assert!((190..=420).contains(&lost), "{lost}");
-        assert!(sim.drops.iter().any(|d| d.reason == Some(crate::engine::DropReason::Down)));
-        let bad = topo(Policy::BestPath, InterruptionModel::None);
-        assert!(bad.validate().unwrap_err().to_string().contains("topology.policy"));
     }
 }

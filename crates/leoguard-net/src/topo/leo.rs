@@ -4,9 +4,9 @@
 //! removes the ground nodes' routes (an outage); each handover interruption takes the ground link of
 //! that end down for its duration. Packets already in flight keep the delay they were sent with.
 
-use crate::engine::{LinkId, NodeId, QueueLimit};
+use super::{Control, NetBuilder};
+use crate::link::{LinkId, NodeId, QueueLimit};
 use crate::loss::{LossError, LossSpec};
-use crate::sim::{Control, Sim};
 use leoguard_core::{Bps, Duration, Instant};
 use std::collections::BTreeMap;
 
@@ -117,7 +117,7 @@ impl LeoPath {
 
     /// Adds the path's nodes' links to `sim` (which must have `node_count()` nodes) and schedules
     /// the per-step routes and delays and the interruptions.
-    pub fn install(&self, sim: &mut Sim) -> Result<(), LeoError> {
+    pub fn install(&self, sim: &mut impl NetBuilder) -> Result<(), LeoError> {
         self.validate()?;
         let nodes = self.sat_nodes();
         let path_nodes = |s: &LeoStep| -> Vec<NodeId> {
@@ -141,7 +141,7 @@ impl LeoPath {
                                 field: if ground { "gsl_loss" } else { "isl_loss" },
                                 source,
                             })?;
-                            sim.link_mut(id).set_loss(m);
+                            sim.set_loss(id, m);
                         }
                         e.insert(id);
                     }
@@ -187,79 +187,5 @@ impl LeoPath {
             );
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sim::{CbrSource, Sink};
-
-    fn ms(x: u64) -> Duration {
-        Duration::from_millis(x)
-    }
-
-    #[test]
-    fn delays_routes_outages_and_interruptions_follow_the_timeline() {
-        // 0-2 s via satellite 10 (5 ms + 5 ms), 2-3 s via 20 -> 21 (6 + 4 + 6 ms), 3-4 s no path, then 10 again.
-        let path = LeoPath {
-            steps: vec![
-                LeoStep { t: Instant(0), sats: vec![10], hop_delays: vec![ms(5), ms(5)] },
-                LeoStep { t: Instant(2_000_000_000), sats: vec![20, 21], hop_delays: vec![ms(6), ms(4), ms(6)] },
-                LeoStep { t: Instant(3_000_000_000), sats: vec![], hop_delays: vec![] },
-                LeoStep { t: Instant(4_000_000_000), sats: vec![10], hop_delays: vec![ms(5), ms(5)] },
-            ],
-            interruptions: vec![LeoInterruption { t: Instant(2_000_000_000), end: 0, duration: ms(100) }],
-            rate: Bps::mbps(100),
-            queue: QueueLimit::Packets(100),
-            gsl_loss: LossSpec::None,
-            isl_loss: LossSpec::None,
-        };
-        assert_eq!(path.node_count(), 5);
-        let mut sim = Sim::new(path.node_count(), 1);
-        path.install(&mut sim).unwrap();
-        let interval = Duration::from_millis(1);
-        sim.attach(
-            END_A,
-            Box::new(CbrSource {
-                flow: 0,
-                dst: END_B,
-                size: 125,
-                interval,
-                count: 5000,
-                sent: 0,
-                start: Instant::ZERO,
-                tc: 0,
-            }),
-        );
-        sim.attach(END_B, Box::<Sink>::default());
-        sim.run(Instant(6_000_000_000));
-        let sink: &Sink = sim.agent(END_B).and_then(|a| a.as_any().downcast_ref()).unwrap();
-        let owd = |seq: u64| sink.received.iter().find(|r| r.0 == seq).map(|r| (r.2 - r.1).as_nanos());
-        // 125 B at 100 Mbit/s = 10 us per hop.
-        assert_eq!(owd(500), Some(10_000_000 + 2 * 10_000));
-        assert_eq!(owd(2500), Some(16_000_000 + 3 * 10_000));
-        // The uplink to satellite 20 is down for 100 ms at t = 2 s; after that the new path carries.
-        assert_eq!(owd(2050), None);
-        assert!(owd(2150).is_some());
-        // 3-4 s: no path; 4 s on: satellite 10 again.
-        assert_eq!(owd(3500), None);
-        assert_eq!(owd(4500), Some(10_000_000 + 2 * 10_000));
-        let reasons: Vec<_> = sim.drops.iter().map(|d| d.reason).collect();
-        assert!(reasons.contains(&None), "no-route drops during the outage");
-        assert!(reasons.contains(&Some(crate::engine::DropReason::Down)), "drops on the interrupted link");
-    }
-
-    #[test]
-    fn inconsistent_steps_are_rejected() {
-        let path = LeoPath {
-            steps: vec![LeoStep { t: Instant(0), sats: vec![1, 2], hop_delays: vec![ms(1)] }],
-            interruptions: vec![],
-            rate: Bps::mbps(1),
-            queue: QueueLimit::Packets(1),
-            gsl_loss: LossSpec::None,
-            isl_loss: LossSpec::Bernoulli { p: 2.0 },
-        };
-        assert!(path.validate().unwrap_err().to_string().contains("leo.steps[0]: 2 satellites need 3 hop delays"));
     }
 }
