@@ -406,6 +406,32 @@ class RouteChange(_Model):
     link: int | None = Field(default=None, ge=0)
 
 
+class Emu(_Model):
+    """Options only the real-time emulator reads (`leoguard emu run`; docs/emulator.md). The simulator
+    ignores them."""
+
+    mtu: int = Field(default=1500, ge=1280, le=2000)
+    """MTU of the hosts' TUN devices (IPv6 needs at least 1280)."""
+    cpu: int | None = Field(default=None, ge=0)
+    """CPU the data plane is pinned to (default: the last one; the hosts' software runs on the rest)."""
+    spin_us: int = Field(default=50, ge=0, le=10_000)
+    """The data plane spins instead of sleeping when its next event is this close."""
+    streams: int = Field(default=1, ge=1, le=128)
+    """Parallel TCP streams per tcp flow (iperf3 -P)."""
+    ping_interval_ms: float | None = Field(default=None, ge=1, le=10_000)
+    """Also ping from each flow's source to its destination at this interval (RTT probes)."""
+    pool_packets: int = Field(default=65536, ge=1024, le=4_194_304)
+    """Packets the emulated network can hold at once."""
+    late_us: int = Field(default=1000, ge=10, le=1_000_000)
+    """A delivery later than this against its model time counts as the emulator falling behind."""
+    max_packet_hops_per_s: float = Field(default=2.0e6, gt=0)
+    """What the data plane can carry (measure with `leoguard bench emu`): a scenario whose bulk flows
+    would need more is refused before it starts."""
+    tail_s: float = Field(default=1.0, ge=0.2, le=60)
+    """Senders stop this long (plus 4 round trips) before the end, so their last bytes and final reports
+    cross the network while it still runs."""
+
+
 class Scenario(_Model):
     """A simulation scenario."""
 
@@ -431,6 +457,7 @@ class Scenario(_Model):
     tambur: Tambur | None = None
     liquid: Liquid | None = None
     capture: Capture | None = None
+    emu: Emu = Emu()
 
     @model_validator(mode="after")
     def _shape(self) -> Scenario:

@@ -16,6 +16,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+mod emu;
 mod liquid;
 mod rtc;
 mod sim;
@@ -624,6 +625,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gmst_rad, m)?)?;
     m.add("PRESETS", leoguard_orbit::walker::PRESETS.to_vec())?;
     sim::register(m)?;
+    emu::register(m)?;
     liquid::register(m)?;
     web::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -79,7 +79,7 @@ fn web_flow(f: &Bound<'_, PyDict>, i: usize) -> PyResult<FlowKind> {
     })
 }
 
-fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
+pub(crate) fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
     let mut links = Vec::new();
     let ls: Bound<'_, PyList> = need(d, "links")?;
     for (i, l) in ls.iter().enumerate() {

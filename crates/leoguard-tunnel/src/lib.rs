@@ -7,7 +7,8 @@ pub mod config;
 pub mod crypto;
 pub mod engine;
 pub mod loss;
-pub mod sys;
+/// The OS calls (they live in leoguard-os, shared with the emulator).
+pub use leoguard_os as sys;
 
 /// A fresh sending session: wall-clock milliseconds in the high 48 bits of its id (so a restarted end's
 /// session is larger than its previous one, which the peer requires), 16 random bits below, and 16

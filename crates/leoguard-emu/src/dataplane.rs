@@ -1,0 +1,671 @@
+//! The data plane: one thread, pinned to one core, owns every node and link of the scenario. Real
+//! hosts are network namespaces, each with a TUN device this thread opened inside it; their packets
+//! are read from the TUN, forwarded hop by hop through leoguard-net's link model (serialising queue,
+//! FIFO delay line, loss, up/down) at the times the model gives, and written to the destination
+//! host's TUN. Events sit in one (time, sequence) heap; the thread sleeps on a timerfd (timer slack
+//! lowered) until shortly before the next one and spins the rest of the way, reading the TUNs as it
+//! goes. Every drop is counted by cause; every delivery's lateness against its model time is recorded
+//! (the emulator's own timing error).
+
+use crate::hist::Histogram;
+use crate::net::{EmuNet, MAX_RAMP};
+use crate::packet::{self, AddrKey};
+use leoguard_core::{Duration, Instant};
+use leoguard_net::link::{DropReason, Offer};
+use leoguard_net::topo::Control;
+use leoguard_net::LinkId;
+use leoguard_os::{Epoll, NetnsGuard, TimerFd, Tun};
+use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+
+/// Bytes per buffer slot: an MTU of up to 2000 bytes plus room for options a scheme adds.
+pub const SLOT: usize = 2048;
+
+/// A real host: a flow end that is a network namespace.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct HostCfg {
+    /// The scenario node it stands for.
+    pub node: u32,
+    /// Path of its network namespace (e.g. `/run/netns/NAME`).
+    pub netns: String,
+    /// Name of the TUN device to create in it.
+    pub tun: String,
+    /// Its addresses (IPv6 and IPv4, as text): packets to them are delivered to this host.
+    pub addrs: Vec<String>,
+}
+
+/// A flow to account: packets from `src` to `dst` with protocol `proto` and destination port `port`
+/// (its reverse direction: from `dst` to `src` with source port `port`). Port 0 matches any.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct FlowCfg {
+    /// Scenario flow index.
+    pub id: u32,
+    /// Sender node.
+    pub src: u32,
+    /// Receiver node.
+    pub dst: u32,
+    /// IP protocol (6 TCP, 17 UDP, 58 ICMPv6, 1 ICMP).
+    pub proto: u8,
+    /// Destination port of the data direction (0: any).
+    pub port: u16,
+}
+
+fn default_spin_us() -> u64 {
+    50
+}
+fn default_pool() -> usize {
+    65_536
+}
+fn default_late_us() -> u64 {
+    1_000
+}
+
+/// The data plane's configuration (written by the Python orchestrator).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct EmuConfig {
+    /// Hosts.
+    pub hosts: Vec<HostCfg>,
+    /// Flows to account.
+    #[serde(default)]
+    pub flows: Vec<FlowCfg>,
+    /// CPU to pin the data plane to.
+    #[serde(default)]
+    pub cpu: Option<usize>,
+    /// Spin (instead of sleeping) when the next event is this close.
+    #[serde(default = "default_spin_us")]
+    pub spin_us: u64,
+    /// Buffer slots (packets the emulated network can hold at once).
+    #[serde(default = "default_pool")]
+    pub pool_packets: usize,
+    /// A delivery later than this against its model time counts as the emulator falling behind.
+    #[serde(default = "default_late_us")]
+    pub late_us: u64,
+}
+
+/// Why the data plane dropped a packet (every drop has one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// A link's queue was full.
+    Queue,
+    /// A link's loss model.
+    Loss,
+    /// A link was down (handover interruption) or went down with the packet on it.
+    Down,
+    /// A node had no route to the destination (an outage).
+    NoRoute,
+    /// The destination address is no host of the scenario.
+    UnknownDst,
+    /// Multicast (IPv6 neighbour discovery, MLD): the emulated links are point-to-point.
+    Multicast,
+    /// Not a well-formed IPv4/IPv6 packet.
+    Malformed,
+    /// Larger than a buffer slot.
+    TooBig,
+    /// Every buffer slot was in use.
+    PoolExhausted,
+    /// Writing to the destination's TUN failed.
+    TunWrite,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    TxDone(u32),
+    Arrive { link: u32, slot: u32, epoch: u32 },
+    Controls(u32),
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Meta {
+    len: u32,
+    /// Model time it entered the network.
+    t_in: u64,
+    dst_node: u32,
+    /// Flow index + 1 for the data direction, + 1 + 2^31 for the reverse; 0 none.
+    flow: u32,
+}
+
+const REVERSE: u32 = 1 << 31;
+
+/// Per-flow counters (the data direction and its reverse).
+#[derive(Clone, Debug, Default)]
+pub struct FlowStats {
+    /// Data-direction packets that entered the emulated network.
+    pub sent: u64,
+    /// Data-direction packets delivered to the receiver.
+    pub delivered: u64,
+    /// Data-direction bytes delivered.
+    pub delivered_bytes: u64,
+    /// Reverse-direction packets (ACKs, replies) that entered.
+    pub rev_sent: u64,
+    /// Reverse-direction packets delivered.
+    pub rev_delivered: u64,
+    /// One-way delay of delivered data packets, ns (TUN read to TUN write).
+    pub owd: Histogram,
+    /// One-way delay of delivered reverse packets, ns.
+    pub rev_owd: Histogram,
+}
+
+/// What a run measured.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Model time run, ns.
+    pub elapsed_ns: u64,
+    /// Packets read from hosts.
+    pub entered: u64,
+    /// Packets written to hosts.
+    pub delivered: u64,
+    /// Bytes written to hosts.
+    pub delivered_bytes: u64,
+    /// Drops by cause.
+    pub drops: BTreeMap<Cause, u64>,
+    /// Packets still inside the network at the end.
+    pub in_flight: u64,
+    /// Per flow (by config order).
+    pub flows: Vec<FlowStats>,
+    /// Lateness of each delivery against its model time, ns.
+    pub timing: Histogram,
+    /// Lateness of every event handled, ns.
+    pub event_lateness: Histogram,
+    /// Deliveries later than `late_us`.
+    pub late: u64,
+    /// Packet-hops (link arrivals).
+    pub packet_hops: u64,
+    /// CPU seconds the data plane used.
+    pub cpu_s: f64,
+    /// A topology driver's error, if it stopped early.
+    pub driver_error: Option<String>,
+    /// Per link: (from node, to node, counters, loss model name).
+    pub links: Vec<(u32, u32, leoguard_net::LinkStats, &'static str)>,
+}
+
+impl Report {
+    /// Packets neither delivered, nor dropped with a cause, nor still in flight: must be zero.
+    pub fn unexplained(&self) -> i64 {
+        self.entered as i64 - self.delivered as i64 - self.drops.values().sum::<u64>() as i64 - self.in_flight as i64
+    }
+}
+
+/// Errors opening the data plane.
+#[derive(Debug, thiserror::Error)]
+pub enum EmuError {
+    /// A configuration field is invalid.
+    #[error("invalid emulator {field} = {value}: {reason}")]
+    Invalid {
+        /// Field.
+        field: String,
+        /// Value.
+        value: String,
+        /// Rule.
+        reason: String,
+    },
+    /// An OS call failed.
+    #[error("{what}: {source}")]
+    Os {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+fn os(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> EmuError {
+    let what = what.into();
+    move |source| EmuError::Os { what, source }
+}
+
+struct Host {
+    node: u32,
+    tun: Tun,
+}
+
+/// The data plane, opened and ready to run.
+pub struct DataPlane {
+    net: EmuNet,
+    hosts: Vec<Host>,
+    /// host index by node.
+    host_of: Vec<Option<usize>>,
+    addr_node: HashMap<AddrKey, u32>,
+    flows: Vec<FlowCfg>,
+    cfg: EmuConfig,
+    bufs: Vec<u8>,
+    meta: Vec<Meta>,
+    free: Vec<u32>,
+    heap: BinaryHeap<Reverse<(u64, u64, EvKey)>>,
+    evs: Vec<Ev>,
+    free_ev: Vec<u32>,
+    seq: u64,
+    batches: Vec<Option<Vec<Control>>>,
+    /// Per link: Delay controls known for the future (time, delay), for ramps between steps.
+    future_delays: Vec<VecDeque<(u64, Duration)>>,
+    lost: Vec<u32>,
+    report: Report,
+    /// CLOCK_MONOTONIC at model time 0.
+    t0: u64,
+}
+
+/// Index of an event in `evs` (the heap orders (time, seq, key); the key is only a tie-free handle).
+type EvKey = u32;
+
+impl DataPlane {
+    /// Opens a TUN device in every host's namespace and prepares the network.
+    pub fn open(net: EmuNet, cfg: EmuConfig) -> Result<DataPlane, EmuError> {
+        let bad = |field: &str, value: String, reason: &str| EmuError::Invalid {
+            field: field.into(),
+            value,
+            reason: reason.into(),
+        };
+        if cfg.pool_packets == 0 || cfg.pool_packets > 1 << 22 {
+            return Err(bad("pool_packets", cfg.pool_packets.to_string(), "must be in [1, 4194304]"));
+        }
+        let mut host_of = vec![None; net.nodes];
+        let mut addr_node = HashMap::new();
+        let mut hosts = Vec::new();
+        for (i, h) in cfg.hosts.iter().enumerate() {
+            if h.node as usize >= net.nodes || host_of[h.node as usize].is_some() {
+                return Err(bad(&format!("hosts[{i}].node"), h.node.to_string(), "must be a distinct scenario node"));
+            }
+            for a in &h.addrs {
+                let key = match a.parse::<std::net::IpAddr>() {
+                    Ok(std::net::IpAddr::V6(v)) => u128::from(v),
+                    Ok(std::net::IpAddr::V4(v)) => packet::v4_key(v.octets()),
+                    Err(_) => return Err(bad(&format!("hosts[{i}].addrs"), a.clone(), "is not an IP address")),
+                };
+                addr_node.insert(key, h.node);
+            }
+            let tun = {
+                let _in = NetnsGuard::enter(std::path::Path::new(&h.netns)).map_err(os(format!("hosts[{i}].netns")))?;
+                Tun::open(&h.tun).map_err(os(format!("hosts[{i}]: TUN {} in {}", h.tun, h.netns)))?
+            };
+            host_of[h.node as usize] = Some(hosts.len());
+            hosts.push(Host { node: h.node, tun });
+        }
+        let n_links = net.links.len();
+        let pool = cfg.pool_packets;
+        let mut dp = DataPlane {
+            net,
+            hosts,
+            host_of,
+            addr_node,
+            flows: cfg.flows.clone(),
+            bufs: vec![0; pool * SLOT],
+            meta: vec![Meta::default(); pool],
+            free: (0..pool as u32).rev().collect(),
+            heap: BinaryHeap::new(),
+            evs: Vec::new(),
+            free_ev: Vec::new(),
+            seq: 0,
+            batches: Vec::new(),
+            future_delays: vec![VecDeque::new(); n_links],
+            lost: Vec::new(),
+            report: Report::default(),
+            t0: 0,
+            cfg,
+        };
+        dp.report.flows = vec![FlowStats::default(); dp.flows.len()];
+        let scheduled = std::mem::take(&mut dp.net.scheduled);
+        for (at, actions) in scheduled {
+            dp.add_batch(at.as_nanos(), actions);
+        }
+        Ok(dp)
+    }
+
+    /// The lateness threshold of the configuration, us.
+    pub fn late_us(&self) -> u64 {
+        self.cfg.late_us
+    }
+
+    /// Names of the TUN devices by node, in host order.
+    pub fn tun_names(&self) -> Vec<(u32, String)> {
+        self.hosts.iter().map(|h| (h.node, h.tun.name.clone())).collect()
+    }
+
+    fn push(&mut self, at: u64, ev: Ev) {
+        let key = match self.free_ev.pop() {
+            Some(k) => {
+                self.evs[k as usize] = ev;
+                k
+            }
+            None => {
+                self.evs.push(ev);
+                (self.evs.len() - 1) as u32
+            }
+        };
+        self.heap.push(Reverse((at, self.seq, key)));
+        self.seq += 1;
+    }
+
+    fn add_batch(&mut self, at: u64, actions: Vec<Control>) {
+        for a in &actions {
+            if let Control::Delay { link, delay } = *a {
+                self.future_delays[link.0 as usize].push_back((at, delay));
+            }
+        }
+        self.batches.push(Some(actions));
+        let idx = (self.batches.len() - 1) as u32;
+        self.push(at, Ev::Controls(idx));
+    }
+
+    fn drop_slot(&mut self, slot: u32, cause: Cause) {
+        *self.report.drops.entry(cause).or_insert(0) += 1;
+        self.free.push(slot);
+    }
+
+    fn count_drop(&mut self, cause: Cause) {
+        *self.report.drops.entry(cause).or_insert(0) += 1;
+    }
+
+    /// Offers the packet in `slot` at node `at` towards its destination, at model time `t`.
+    fn forward(&mut self, at: u32, slot: u32, t: u64) {
+        let dst = self.meta[slot as usize].dst_node;
+        if at == dst {
+            self.deliver(slot, t);
+            return;
+        }
+        let Some(link) = self.net.next_hop(at, dst) else {
+            self.drop_slot(slot, Cause::NoRoute);
+            return;
+        };
+        let size = self.meta[slot as usize].len;
+        match self.net.links[link.0 as usize].offer(Instant(t), slot, size, false) {
+            Offer::Dropped(s, why) => self.drop_slot(
+                s,
+                match why {
+                    DropReason::Queue => Cause::Queue,
+                    DropReason::Loss => Cause::Loss,
+                    DropReason::Down => Cause::Down,
+                },
+            ),
+            Offer::Transmitting { done } => self.push(done.as_nanos(), Ev::TxDone(link.0)),
+            Offer::Queued => {}
+        }
+    }
+
+    fn deliver(&mut self, slot: u32, t: u64) {
+        let m = self.meta[slot as usize];
+        let Some(h) = self.host_of[m.dst_node as usize] else {
+            self.drop_slot(slot, Cause::NoRoute);
+            return;
+        };
+        let off = slot as usize * SLOT;
+        let ok = self.hosts[h].tun.send(&self.bufs[off..off + m.len as usize]).is_ok();
+        let now = self.clock_model();
+        if !ok {
+            self.drop_slot(slot, Cause::TunWrite);
+            return;
+        }
+        let late = now.saturating_sub(t);
+        self.report.timing.record(late);
+        if late > self.cfg.late_us * 1000 {
+            self.report.late += 1;
+        }
+        self.report.delivered += 1;
+        self.report.delivered_bytes += u64::from(m.len);
+        if m.flow != 0 {
+            let owd = now.saturating_sub(m.t_in);
+            if m.flow & REVERSE == 0 {
+                let f = &mut self.report.flows[(m.flow - 1) as usize];
+                f.delivered += 1;
+                f.delivered_bytes += u64::from(m.len);
+                f.owd.record(owd);
+            } else {
+                let f = &mut self.report.flows[((m.flow & !REVERSE) - 1) as usize];
+                f.rev_delivered += 1;
+                f.rev_owd.record(owd);
+            }
+        }
+        self.free.push(slot);
+    }
+
+    fn clock_model(&self) -> u64 {
+        leoguard_os::monotonic_ns().saturating_sub(self.t0)
+    }
+
+    fn classify(&self, src_node: u32, dst_node: u32, h: &packet::Header) -> u32 {
+        for (i, f) in self.flows.iter().enumerate() {
+            if f.proto != h.proto {
+                continue;
+            }
+            if f.src == src_node && f.dst == dst_node && (f.port == 0 || f.port == h.dport) {
+                return i as u32 + 1;
+            }
+            if f.dst == src_node && f.src == dst_node && (f.port == 0 || f.port == h.sport) {
+                return (i as u32 + 1) | REVERSE;
+            }
+        }
+        0
+    }
+
+    /// Reads every packet waiting on host `hi`'s TUN (up to a batch) and sends it on its way.
+    fn read_host(&mut self, hi: usize) {
+        for _ in 0..64 {
+            let Some(slot) = self.free.pop() else {
+                // Read and drop, so the TUN queue does not stall the host silently.
+                let mut scratch = [0u8; SLOT];
+                if self.hosts[hi].tun.recv(&mut scratch).is_ok() {
+                    self.report.entered += 1;
+                    self.count_drop(Cause::PoolExhausted);
+                    continue;
+                }
+                return;
+            };
+            let off = slot as usize * SLOT;
+            let n = match self.hosts[hi].tun.recv(&mut self.bufs[off..off + SLOT]) {
+                Ok(n) => n,
+                Err(_) => {
+                    self.free.push(slot);
+                    return;
+                }
+            };
+            let t = self.clock_model();
+            self.report.entered += 1;
+            if n >= SLOT {
+                self.drop_slot(slot, Cause::TooBig);
+                continue;
+            }
+            let Some(h) = packet::parse(&self.bufs[off..off + n]) else {
+                self.drop_slot(slot, Cause::Malformed);
+                continue;
+            };
+            if h.multicast {
+                self.drop_slot(slot, Cause::Multicast);
+                continue;
+            }
+            let Some(&dst) = self.addr_node.get(&h.dst) else {
+                self.drop_slot(slot, Cause::UnknownDst);
+                continue;
+            };
+            let src = self.hosts[hi].node;
+            let flow = self.classify(src, dst, &h);
+            self.meta[slot as usize] = Meta { len: n as u32, t_in: t, dst_node: dst, flow };
+            if flow != 0 {
+                if flow & REVERSE == 0 {
+                    self.report.flows[(flow - 1) as usize].sent += 1;
+                } else {
+                    self.report.flows[((flow & !REVERSE) - 1) as usize].rev_sent += 1;
+                }
+            }
+            self.forward(src, slot, t);
+        }
+    }
+
+    fn apply(&mut self, a: Control, t: u64) {
+        match a {
+            Control::Route { at, dst, via } => self.net.set_route(at, dst, via),
+            Control::Delay { link, delay } => {
+                let q = &mut self.future_delays[link.0 as usize];
+                while q.front().is_some_and(|&(at, _)| at <= t) {
+                    q.pop_front();
+                }
+                let l = &mut self.net.links[link.0 as usize];
+                match q.front() {
+                    Some(&(t1, d1)) if t1 - t <= MAX_RAMP.as_nanos() => {
+                        l.ramp_delay(Instant(t), delay, Instant(t1), d1)
+                    }
+                    _ => l.set_delay(delay),
+                }
+            }
+            Control::State { link, up } => self.set_state(link, up),
+        }
+    }
+
+    fn set_state(&mut self, link: LinkId, up: bool) {
+        let mut lost = std::mem::take(&mut self.lost);
+        self.net.links[link.0 as usize].set_state(up, &mut lost);
+        for s in lost.drain(..) {
+            self.drop_slot(s, Cause::Down);
+        }
+        self.lost = lost;
+    }
+
+    fn handle(&mut self, at: u64, ev: Ev) {
+        match ev {
+            Ev::TxDone(l) => {
+                let link = &mut self.net.links[l as usize];
+                let d = link.tx_done(Instant(at));
+                if let Some((t, slot)) = d.head_arrival {
+                    let epoch = link.epoch();
+                    self.push(t.as_nanos(), Ev::Arrive { link: l, slot, epoch });
+                }
+                if let Some(t) = d.next_done {
+                    self.push(t.as_nanos(), Ev::TxDone(l));
+                }
+            }
+            Ev::Arrive { link: l, slot: head, epoch } => {
+                let link = &mut self.net.links[l as usize];
+                let Some((slot, next)) = link.arrive(epoch) else { return };
+                debug_assert_eq!(slot, head, "wire head and event agree");
+                let to = link.to.0;
+                let epoch = link.epoch();
+                if let Some((t, s)) = next {
+                    self.push(t.as_nanos(), Ev::Arrive { link: l, slot: s, epoch });
+                }
+                self.report.packet_hops += 1;
+                self.forward(to, slot, at);
+            }
+            Ev::Controls(i) => {
+                let actions = self.batches[i as usize].take().unwrap_or_default();
+                for a in actions {
+                    self.apply(a, at);
+                }
+            }
+        }
+    }
+}
+
+impl DataPlane {
+    /// Runs for `duration` of model time from CLOCK_MONOTONIC `t0_ns`, or until `stop`; returns
+    /// what it measured.
+    pub fn run(mut self, t0_ns: u64, duration: Duration, stop: &AtomicBool) -> Result<Report, EmuError> {
+        if let Some(cpu) = self.cfg.cpu {
+            leoguard_os::pin_to_cpu(cpu).map_err(os(format!("pinning to CPU {cpu}")))?;
+        }
+        leoguard_os::set_timer_slack_ns(1).map_err(os("timer slack"))?;
+        self.t0 = t0_ns;
+        let cpu0 = leoguard_os::cpu_seconds();
+        let timer = TimerFd::new().map_err(os("timerfd"))?;
+        let mut ep = Epoll::new(self.hosts.len() + 1).map_err(os("epoll"))?;
+        let timer_token = u64::MAX;
+        ep.add(timer.as_raw_fd(), timer_token).map_err(os("epoll"))?;
+        for (i, h) in self.hosts.iter().enumerate() {
+            ep.add(h.tun.as_raw_fd(), i as u64).map_err(os("epoll"))?;
+        }
+        // The constellation driver runs on its own thread, a bounded number of steps ahead, so its
+        // routing computations never stall the packet loop.
+        let (tx, rx) = mpsc::sync_channel::<(u64, Vec<Control>, Option<String>)>(32);
+        let driver = self.net.driver.take().map(|(mut d, first)| {
+            std::thread::spawn(move || {
+                let mut t = first;
+                loop {
+                    let mut out = Vec::new();
+                    let next = d.step(t, &mut out);
+                    if tx.send((t.as_nanos(), out, d.error())).is_err() {
+                        return;
+                    }
+                    match next {
+                        Some(n) => t = n,
+                        None => return,
+                    }
+                }
+            })
+        });
+        let end = duration.as_nanos();
+        let spin = self.cfg.spin_us * 1000;
+        let mut ready = Vec::new();
+        let mut driver_open = driver.is_some();
+        // The first routing step must be in place before any host sends.
+        if driver_open {
+            if let Ok((t, actions, err)) = rx.recv() {
+                self.report.driver_error = err;
+                self.add_batch(t, actions);
+            }
+        }
+        loop {
+            if driver_open {
+                loop {
+                    match rx.try_recv() {
+                        Ok((t, actions, err)) => {
+                            if err.is_some() {
+                                self.report.driver_error = err;
+                            }
+                            self.add_batch(t, actions);
+                        }
+                        Err(mpsc::TryRecvError::Empty) => break,
+                        Err(mpsc::TryRecvError::Disconnected) => {
+                            driver_open = false;
+                            break;
+                        }
+                    }
+                }
+            }
+            let mut now = self.clock_model();
+            if now >= end || stop.load(Ordering::Relaxed) {
+                break;
+            }
+            while let Some(&Reverse((at, _, key))) = self.heap.peek() {
+                if at > now {
+                    break;
+                }
+                self.heap.pop();
+                let ev = self.evs[key as usize];
+                self.free_ev.push(key);
+                self.report.event_lateness.record(now.saturating_sub(at));
+                self.handle(at, ev);
+                now = self.clock_model();
+            }
+            let next = self.heap.peek().map_or(end, |r| r.0 .0.min(end));
+            let wait_ms = if next > now + spin {
+                timer.arm_at(self.t0 + next - spin).map_err(os("timerfd"))?;
+                -1
+            } else {
+                0
+            };
+            ep.wait(wait_ms, &mut ready).map_err(os("epoll_wait"))?;
+            for &tok in &ready {
+                if tok == timer_token {
+                    timer.clear();
+                } else {
+                    self.read_host(tok as usize);
+                }
+            }
+        }
+        drop(rx);
+        if let Some(h) = driver {
+            let _ = h.join();
+        }
+        self.report.elapsed_ns = self.clock_model().min(end);
+        self.report.in_flight = (self.cfg.pool_packets - self.free.len()) as u64;
+        self.report.cpu_s = leoguard_os::cpu_seconds() - cpu0;
+        self.report.links = self
+            .net
+            .links
+            .iter()
+            .map(|l| (l.from.0, l.to.0, l.stats, l.loss_model().map_or("none", |m| m.name())))
+            .collect();
+        Ok(self.report)
+    }
+}

@@ -1,0 +1,14 @@
+//! leoguard-emu: the real-time emulator. Real hosts are Linux network namespaces running real
+//! software (kernel TCP, iperf3, ping, Chromium); one data-plane process owns every node and link of
+//! the scenario, built by the same leoguard-net topology code the simulator uses, and moves the hosts'
+//! real packets through them in real time. The Python front (`leoguard emu run`) creates the
+//! namespaces, starts the tools and collects the results; see docs/emulator.md.
+
+pub mod dataplane;
+pub mod hist;
+pub mod net;
+pub mod packet;
+pub mod report;
+
+pub use dataplane::{DataPlane, EmuConfig, EmuError, Report};
+pub use net::EmuNet;

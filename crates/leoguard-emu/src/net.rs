@@ -1,0 +1,103 @@
+//! The emulated network as the topology code of leoguard-net builds it ([`NetBuilder`]): the same
+//! links, loss models, routes, scheduled changes and constellation driver the simulator gets, held
+//! for the data plane. Nothing here reads a clock.
+
+use leoguard_core::{stream, Bps, Duration, Instant};
+use leoguard_net::loss::LossModel;
+use leoguard_net::topo::{Control, Driver, NetBuilder};
+use leoguard_net::{Link, LinkId, NodeId, QueueLimit};
+
+/// Routing steps apart by more than this are not interpolated between (a link reused much later).
+pub const MAX_RAMP: Duration = Duration(1_000_000_000);
+
+/// The network: links, next hops, and what changes when.
+#[derive(Debug)]
+pub struct EmuNet {
+    /// Nodes (ids 0..nodes).
+    pub nodes: usize,
+    /// Links; the packet handle is the data plane's buffer slot.
+    pub links: Vec<Link<u32>>,
+    /// routes[dst][at] = next link (a column per destination, allocated on first use).
+    pub routes: Vec<Vec<Option<LinkId>>>,
+    /// Scheduled control batches, in the order they were scheduled (applied by time, then order).
+    pub scheduled: Vec<(Instant, Vec<Control>)>,
+    /// The topology driver (constellations), first run at `.1`.
+    pub driver: Option<(Box<dyn Driver>, Instant)>,
+    seed: u64,
+}
+
+impl EmuNet {
+    /// An empty network of `nodes` nodes; links get random streams from `seed` as in the simulator.
+    pub fn new(nodes: usize, seed: u64) -> Self {
+        EmuNet { nodes, links: Vec::new(), routes: vec![Vec::new(); nodes], scheduled: Vec::new(), driver: None, seed }
+    }
+
+    /// Sets (or with `None` removes) `at`'s next hop towards `dst`.
+    pub fn set_route(&mut self, at: NodeId, dst: NodeId, via: Option<LinkId>) {
+        let column = &mut self.routes[dst.0 as usize];
+        if column.is_empty() {
+            if via.is_none() {
+                return;
+            }
+            column.resize(self.nodes, None);
+        }
+        column[at.0 as usize] = via;
+    }
+
+    /// The next hop of `at` towards `dst`.
+    pub fn next_hop(&self, at: u32, dst: u32) -> Option<LinkId> {
+        self.routes.get(dst as usize).and_then(|c| c.get(at as usize).copied().flatten())
+    }
+
+    /// The path a packet from `src` to `dst` takes now (links), if the routes reach it without a loop.
+    pub fn path(&self, src: u32, dst: u32) -> Option<Vec<LinkId>> {
+        let mut at = src;
+        let mut out = Vec::new();
+        while at != dst {
+            let l = self.next_hop(at, dst)?;
+            out.push(l);
+            if out.len() > self.links.len() {
+                return None;
+            }
+            at = self.links[l.0 as usize].to.0;
+        }
+        Some(out)
+    }
+}
+
+impl NetBuilder for EmuNet {
+    fn add_link(&mut self, from: NodeId, to: NodeId, rate: Bps, delay: Duration, limit: QueueLimit) -> LinkId {
+        // The same stream label as the simulator's, so a link's loss draws match across engines.
+        let label = format!("link/{}-{}/{}", from.0, to.0, self.links.len());
+        self.links.push(Link::new(from, to, rate, delay, limit, stream(self.seed, &label)));
+        LinkId((self.links.len() - 1) as u32)
+    }
+
+    fn set_loss(&mut self, link: LinkId, loss: Box<dyn LossModel>) {
+        self.links[link.0 as usize].set_loss(loss);
+    }
+
+    fn set_initial_state(&mut self, link: LinkId, up: bool) {
+        self.links[link.0 as usize].up = up;
+    }
+
+    fn link_delay(&self, link: LinkId) -> Duration {
+        self.links[link.0 as usize].delay
+    }
+
+    fn link_count(&self) -> usize {
+        self.links.len()
+    }
+
+    fn route(&mut self, at: NodeId, dst: NodeId, via: LinkId) {
+        self.set_route(at, dst, Some(via));
+    }
+
+    fn schedule_controls(&mut self, at: Instant, actions: Vec<Control>) {
+        self.scheduled.push((at, actions));
+    }
+
+    fn set_driver(&mut self, driver: Box<dyn Driver>, first: Instant) {
+        self.driver = Some((driver, first));
+    }
+}

@@ -1,0 +1,70 @@
+//! Bindings of the real-time emulator's data plane: the scenario dict is converted and validated by
+//! the simulator's own code (so both engines reject the same inputs with the same field-named
+//! errors), and its topology is built into the emulator by leoguard-net.
+
+use crate::sim::scenario;
+use crate::LeoguardError;
+use leoguard_emu::{DataPlane, EmuConfig, EmuNet};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+fn build(spec: &Bound<'_, PyDict>) -> PyResult<(EmuNet, leoguard_core::Duration)> {
+    let s = scenario(spec)?;
+    s.validate().map_err(|e| LeoguardError::new_err(e.to_string()))?;
+    let mut net = EmuNet::new(s.nodes as usize, s.seed);
+    let ends: Vec<u32> = s.flows.iter().flat_map(|f| [f.src, f.dst]).collect();
+    s.topology().build(&mut net, &ends, &[]).map_err(|e| LeoguardError::new_err(e.to_string()))?;
+    Ok((net, s.duration))
+}
+
+/// A path's links as (from, to, rate_bps, delay_ns).
+type PathLinks = Vec<(u32, u32, u64, u64)>;
+
+/// Validates a resolved scenario dict for the emulator and returns, per flow, the links of its path
+/// at t = 0 as (from, to, rate_bps, delay_ns) (the orchestrator checks real-time feasibility with it).
+#[pyfunction]
+fn emu_check(spec: &Bound<'_, PyDict>) -> PyResult<Vec<Option<PathLinks>>> {
+    let s = scenario(spec)?;
+    let (net, _) = build(spec)?;
+    Ok(s.flows
+        .iter()
+        .map(|f| {
+            net.path(f.src, f.dst).map(|p| {
+                p.iter()
+                    .map(|l| {
+                        let l = &net.links[l.0 as usize];
+                        (l.from.0, l.to.0, l.rate.0, l.delay.as_nanos())
+                    })
+                    .collect()
+            })
+        })
+        .collect())
+}
+
+/// Runs the data plane of a resolved scenario dict with the emulator configuration `cfg_json`,
+/// speaking the protocol of leoguard-emu's report module on this process's stdin and stdout; returns
+/// the results as JSON text. The GIL is released while it runs. SIGTERM/SIGINT end the run early
+/// with the results so far.
+#[pyfunction]
+fn emu_dataplane(py: Python<'_>, spec: &Bound<'_, PyDict>, cfg_json: &str) -> PyResult<String> {
+    let cfg: EmuConfig =
+        serde_json::from_str(cfg_json).map_err(|e| LeoguardError::new_err(format!("invalid emulator config: {e}")))?;
+    let (net, duration) = build(spec)?;
+    let dp = DataPlane::open(net, cfg).map_err(|e| LeoguardError::new_err(e.to_string()))?;
+    leoguard_os::install_signal_handlers().map_err(|e| LeoguardError::new_err(format!("signal handlers: {e}")))?;
+    py.allow_threads(|| {
+        let stdin = std::io::stdin();
+        let mut input = stdin.lock();
+        let mut output = std::io::stdout();
+        leoguard_emu::report::serve(dp, duration, &mut input, &mut output, &leoguard_os::TERM)
+    })
+    .map(|v| v.to_string())
+    .map_err(LeoguardError::new_err)
+}
+
+/// Adds the emulator functions to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(emu_check, m)?)?;
+    m.add_function(wrap_pyfunction!(emu_dataplane, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,434 @@
+"""Running a scenario on the real-time emulator: `emulate(scenario) -> EmuResults`.
+
+The orchestrator validates the scenario with the simulator's rules, refuses what cannot run in real
+time, makes a network namespace per flow end (hosts.py), starts the data plane
+(`python -m leoguard.emu.dataplane`, pinned to one CPU), configures the hosts' TUN devices, starts
+the real software of each flow at its start time (iperf3 for tcp, the UDP probe for cbr, ping for RTT
+probes), and turns what the tools and the data plane measured into the simulator's result tables."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from leoguard import _core
+from leoguard.emu.hosts import Lab, cleanup, v6_addr
+from leoguard.errors import LeoguardError
+from leoguard.scenario import Scenario, load_scenario
+
+KERNEL_CC = {"cubic": "cubic", "bbr": "bbr", "reno": "reno", "newreno": "reno"}
+"""Scenario congestion controls the kernel has (Linux's reno is NewReno with SACK)."""
+
+BASE_PORT = 5201
+
+
+def _need(tool: str, package: str) -> str:
+    import shutil
+
+    path = shutil.which(tool)
+    if path is None:
+        raise LeoguardError(f"{tool} is missing: install the Debian package {package} (`make setup` does)")
+    return path
+
+
+def check(scenario: Scenario, spec: dict[str, Any]) -> list[list[tuple[int, int, int, int]]]:
+    """Everything the simulator rejects, and what the emulator cannot do, as field-named errors;
+    returns each flow's path at t = 0 as (from, to, rate_bps, delay_ns) links."""
+    for i, f in enumerate(scenario.flows):
+        if f.kind in ("webrtc", "web"):
+            raise LeoguardError(
+                f"invalid flows[{i}].kind = {f.kind}: the emulator runs tcp and cbr flows (web in real browsers "
+                "and WebRTC on real packets are not built yet)"
+            )
+        if f.kind == "tcp" and f.cc not in KERNEL_CC:
+            raise LeoguardError(
+                f"invalid flows[{i}].cc = {f.cc}: the kernel has cubic, bbr and reno (newreno maps to reno)"
+            )
+    for name in ("satguard", "linkguardian", "mpep", "tambur", "liquid", "capture"):
+        if getattr(scenario, name) is not None:
+            raise LeoguardError(f"invalid [{name}]: not available on the emulator yet (docs/emulator.md, status)")
+    try:
+        paths = _core.emu_check(spec)
+    except _core.LeoguardError as e:
+        raise LeoguardError(str(e)) from None
+    # Real-time feasibility: each bulk TCP flow can fill its bottleneck; every packet then costs one
+    # data-plane event per hop, and its ACKs (one per two segments) as many on the way back.
+    need = 0.0
+    mss_bits = scenario.emu.mtu * 8
+    for i, (f, p) in enumerate(zip(scenario.flows, paths, strict=True)):
+        if p is None:
+            if not any(s in (scenario.topology.kind if scenario.topology else "") for s in ("leo", "constellation")):
+                raise LeoguardError(f"invalid flows[{i}]: no route from its src to its dst at t = 0")
+            continue
+        bottleneck = min(link[2] for link in p)
+        rate = (f.rate_mbps * 1e6 if f.rate_mbps is not None else bottleneck) if f.kind == "tcp" else f.rate_mbps * 1e6
+        pps = min(rate, bottleneck) / mss_bits
+        need += pps * len(p) * (1.5 if f.kind == "tcp" else 1.0)
+    if need > scenario.emu.max_packet_hops_per_s:
+        raise LeoguardError(
+            f"the scenario cannot run in real time: its flows need about {need:,.0f} packet-hops/s and the data "
+            f"plane carries {scenario.emu.max_packet_hops_per_s:,.0f} (emu.max_packet_hops_per_s; measure with "
+            "`leoguard bench emu`); lower the link rates or the number of hops"
+        )
+    return paths
+
+
+@dataclass
+class EmuResults:
+    """A real run's results: the simulator's flow and link tables plus what only a real run has."""
+
+    scenario: Scenario
+    flows: pl.DataFrame
+    links: pl.DataFrame
+    pings: pl.DataFrame
+    emulator: dict[str, Any]
+    wall_s: float
+    meta: dict[str, Any] = field(default_factory=dict)
+    tools: dict[str, Any] = field(default_factory=dict)
+    complete: bool = True
+
+    def summary(self) -> dict[str, Any]:
+        """The object `leoguard run --json` prints, plus `emulator`."""
+        return {
+            "scenario": self.scenario.name,
+            "engine": "emu",
+            "seed": self.scenario.seed,
+            "duration_s": self.scenario.duration_s,
+            "simulated_s": self.emulator.get("elapsed_s"),
+            "complete": self.complete,
+            "packet_hops": self.emulator.get("packet_hops"),
+            "wall_s": round(self.wall_s, 4),
+            "flows": [
+                {
+                    "flow": r["flow"],
+                    "src": r["src"],
+                    "dst": r["dst"],
+                    "kind": r["kind"],
+                    "cc": r["cc"],
+                    "goodput_bps": round(r["goodput_bps"], 1),
+                    "delivered_bytes": r["delivered_bytes"],
+                    "retransmissions": r["retransmissions"],
+                    "rtos": r["rtos"],
+                    "endpoint_loss": r["endpoint_loss"],
+                    "network_loss": r["network_loss"],
+                    "fct_s": r["fct_s"],
+                    "owd_ms": {"p50": r["owd_ms_p50"], "p99": r["owd_ms_p99"]},
+                }
+                for r in self.flows.iter_rows(named=True)
+            ],
+            "links": {
+                "realised_loss_max": float(self.links["realised_loss"].max() or 0.0) if len(self.links) else 0.0,
+                "drops_queue": int(self.links["drops_queue"].sum()) if len(self.links) else 0,
+                "drops_down": int(self.links["drops_down"].sum()) if len(self.links) else 0,
+            },
+            "emulator": {
+                "timing_error_us": self.emulator["timing_error_us"],
+                "realtime_ok": self.emulator["realtime_ok"],
+                "drops": self.emulator["drops"],
+                "drops_unexplained": self.emulator["drops_unexplained"],
+                "cpu_s": round(self.emulator["cpu_s"], 3),
+            },
+        }
+
+    def write(self, directory: str | Path) -> dict[str, Path]:
+        """Parquet per table and run.json (scenario, engine, emulator figures, the tools' raw reports)."""
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        out = {}
+        for name in ("flows", "links", "pings"):
+            p = d / f"{name}.parquet"
+            getattr(self, name).write_parquet(p)
+            out[name] = p
+        info = {
+            "scenario": self.scenario.model_dump(),
+            "engine": "emu",
+            "complete": self.complete,
+            "emulator": self.emulator,
+            "tools": self.tools,
+            **self.meta,
+        }
+        (d / "run.json").write_text(json.dumps(info, indent=2, default=str))
+        out["run"] = d / "run.json"
+        return out
+
+
+class _Proc:
+    """A tool running in a host, its output captured to a file."""
+
+    def __init__(self, lab: Lab, host: int, args: list[str], work: Path, tag: str):
+        self.out = work / f"{tag}.out"
+        self.err = work / f"{tag}.err"
+        with open(self.out, "wb") as o, open(self.err, "wb") as e:
+            self.p = subprocess.Popen(
+                [*lab.hosts[host].exec_prefix(), *args], stdout=o, stderr=e, stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )  # fmt: skip
+        lab.add_child(self.p.pid)
+
+    def finish(self, timeout: float) -> tuple[int | None, str, str]:
+        try:
+            rc = self.p.wait(timeout=max(0.0, timeout))
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+            rc = None
+        return rc, self.out.read_text(errors="replace"), self.err.read_text(errors="replace")
+
+
+def _wait_listening(pid: int, port: int, proto: str, timeout: float = 5.0) -> None:
+    """Waits until process `pid` (in its own namespace) listens on `port` (TCP) or is bound (UDP)."""
+    want = f":{port:04X} "
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for table in (f"/proc/{pid}/net/{proto}6", f"/proc/{pid}/net/{proto}"):
+            with contextlib.suppress(OSError):
+                for line in Path(table).read_text().splitlines()[1:]:
+                    cols = line.split()
+                    if want.strip() in cols[1] and (proto == "udp" or cols[3] == "0A"):
+                        return
+        time.sleep(0.02)
+    raise LeoguardError(f"a {proto} server on port {port} did not start within {timeout} s")
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    s = sorted(values)
+    k = (len(s) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work: Path | None = None) -> EmuResults:
+    """Runs a scenario (a model or a TOML path) on the real-time emulator and returns its results.
+    A Ctrl-C stops it: the hosts and the data plane are removed and the interrupt propagates."""
+    if not isinstance(scenario, Scenario):
+        path = Path(scenario)
+        base_dir = base_dir or path.parent
+        scenario = load_scenario(path)
+    spec = scenario.to_core(base_dir)
+    paths = check(scenario, spec)
+    _need("ip", "iproute2")
+    if any(f.kind == "tcp" for f in scenario.flows):
+        _need("iperf3", "iperf3")
+    if scenario.emu.ping_interval_ms is not None:
+        _need("ping", "iputils-ping")
+    cleanup()
+    flows = spec["flows"]
+    ends: dict[int, str] = {}
+    for f, fc in zip(scenario.flows, flows, strict=True):
+        cc = KERNEL_CC.get(f.cc, "cubic")
+        for n in (fc["src"], fc["dst"]):
+            ends.setdefault(n, cc)
+    t_wall = time.perf_counter()
+    own = tempfile.TemporaryDirectory(prefix="leoguard-emu-") if work is None else None
+    wdir = Path(own.name) if own is not None else Path(work)  # type: ignore[arg-type]
+    wdir.mkdir(parents=True, exist_ok=True)
+    lab = Lab()
+    dp: subprocess.Popen[str] | None = None
+    try:
+        lab.create(ends, scenario.emu.mtu)
+        cpu = scenario.emu.cpu if scenario.emu.cpu is not None else max(0, (os.cpu_count() or 1) - 1)
+        cfg = {
+            "hosts": [
+                {"node": h.node, "netns": h.netns_path, "tun": h.tun, "addrs": h.addrs} for h in lab.hosts.values()
+            ],
+            "flows": [
+                {
+                    "id": i,
+                    "src": fc["src"],
+                    "dst": fc["dst"],
+                    "proto": 6 if f.kind == "tcp" else 17,
+                    "port": BASE_PORT + i,
+                }
+                for i, (f, fc) in enumerate(zip(scenario.flows, flows, strict=True))
+            ],
+            "cpu": cpu,
+            "spin_us": scenario.emu.spin_us,
+            "pool_packets": scenario.emu.pool_packets,
+            "late_us": scenario.emu.late_us,
+        }
+        (wdir / "spec.json").write_text(json.dumps(spec))
+        (wdir / "emu.json").write_text(json.dumps(cfg))
+        with open(wdir / "dataplane.err", "wb") as err:
+            dp = subprocess.Popen(
+                [sys.executable, "-m", "leoguard.emu.dataplane", str(wdir / "spec.json"), str(wdir / "emu.json")],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True,
+            )  # fmt: skip
+        lab.add_child(dp.pid)
+        assert dp.stdout is not None and dp.stdin is not None
+        line = dp.stdout.readline()
+        msg = json.loads(line) if line.strip() else {"error": (wdir / "dataplane.err").read_text()[-2000:]}
+        if "error" in msg:
+            raise LeoguardError(f"the emulator's data plane did not start: {msg['error'].strip()}")
+        lab.configure()
+        procs = _start_servers(scenario, flows, lab, wdir)
+        t0 = time.monotonic_ns() + 200_000_000
+        dp.stdin.write(f"go {t0}\n")
+        dp.stdin.flush()
+        procs += _start_clients(scenario, flows, lab, wdir, t0, paths)
+        end = t0 + int(scenario.duration_s * 1e9)
+        line = dp.stdout.readline()
+        if not line.strip():
+            raise LeoguardError(
+                "the emulator's data plane stopped without results: " + (wdir / "dataplane.err").read_text()[-2000:]
+            )
+        emu = json.loads(line)
+        remaining = max(0.0, (end - time.monotonic_ns()) / 1e9)
+        outputs: dict[str, Any] = {tag: p.finish(remaining + 2.0) for tag, p in procs}
+        for i, f in enumerate(scenario.flows):
+            if f.kind == "cbr":
+                probe = wdir / f"probe{i}.json"
+                outputs[f"probe{i}"] = json.loads(probe.read_text())["records"] if probe.exists() else []
+        dp.wait(timeout=10)
+    finally:
+        if dp is not None and dp.poll() is None:
+            dp.kill()
+            dp.wait()
+        lab.close()
+    wall = time.perf_counter() - t_wall
+    res = _results(scenario, spec, emu, outputs, wall)
+    if own is not None:
+        own.cleanup()
+    return res
+
+
+def _start_servers(scenario: Scenario, flows: list[dict[str, Any]], lab: Lab, wdir: Path) -> list[tuple[str, _Proc]]:
+    procs = []
+    for i, (f, fc) in enumerate(zip(scenario.flows, flows, strict=True)):
+        port = BASE_PORT + i
+        dst = fc["dst"]
+        if f.kind == "tcp":
+            p = _Proc(lab, dst, ["iperf3", "-s", "-1", "-p", str(port), "-J"], wdir, f"server{i}")
+            _wait_listening(p.p.pid, port, "tcp")
+        else:
+            args = [sys.executable, "-m", "leoguard.emu.udpprobe", "recv", v6_addr(dst), str(port)]
+            args += [str(scenario.duration_s + 2.0), str(wdir / f"probe{i}.json")]
+            p = _Proc(lab, dst, args, wdir, f"server{i}")
+            _wait_listening(p.p.pid, port, "udp")
+        procs.append((f"server{i}", p))
+    return procs
+
+
+def _start_clients(
+    scenario: Scenario, flows: list[dict[str, Any]], lab: Lab, wdir: Path, t0: int, paths: list[Any]
+) -> list[tuple[str, _Proc]]:
+    starts = sorted(range(len(flows)), key=lambda i: scenario.flows[i].start_s)
+    procs = []
+    for i in starts:
+        f, fc = scenario.flows[i], flows[i]
+        at = t0 + int(f.start_s * 1e9)
+        while (now := time.monotonic_ns()) < at:
+            time.sleep(min(0.05, (at - now) / 1e9))
+        rtt = 2 * sum(link[3] for link in paths[i]) / 1e9 if paths[i] else 0.1
+        run_s = scenario.duration_s - f.start_s - scenario.emu.tail_s - 4 * rtt
+        if run_s < 0.5:
+            raise LeoguardError(
+                f"invalid flows[{i}].start_s = {f.start_s}: the emulator needs it to leave at least 0.5 s of sending "
+                f"before the end minus emu.tail_s ({scenario.emu.tail_s} s) and 4 RTTs"
+            )
+        port = str(BASE_PORT + i)
+        src, dst = fc["src"], fc["dst"]
+        if f.kind == "tcp":
+            args = ["iperf3", "-c", v6_addr(dst), "-p", port, "-J", "-C", KERNEL_CC[f.cc]]
+            args += ["-P", str(scenario.emu.streams)]
+            if f.bytes is not None:
+                args += ["-n", str(f.bytes)]
+            else:
+                args += ["-t", f"{run_s:.3f}"]
+            if f.rate_mbps is not None:
+                args += ["-b", f"{f.rate_mbps}M"]
+        else:
+            args = [sys.executable, "-m", "leoguard.emu.udpprobe", "send", v6_addr(dst), port]
+            args += [str(f.rate_mbps * 1e6), str(f.size), f"{run_s:.3f}"]
+        procs.append((f"client{i}", _Proc(lab, src, args, wdir, f"client{i}")))
+        if scenario.emu.ping_interval_ms is not None:
+            count = max(1, int(run_s * 1000 / scenario.emu.ping_interval_ms))
+            ping = ["ping", "-6", "-n", "-i", f"{scenario.emu.ping_interval_ms / 1000:.3f}", "-c", str(count)]
+            procs.append((f"ping{i}", _Proc(lab, src, [*ping, v6_addr(dst)], wdir, f"ping{i}")))
+    return procs
+
+
+def _results(
+    scenario: Scenario, spec: dict[str, Any], emu: dict[str, Any], outputs: dict[str, Any], wall: float
+) -> EmuResults:
+    names = spec.get("node_names", [])
+
+    def name(i: int | None) -> str | None:
+        return names[i] if i is not None and i < len(names) else None
+
+    rows, pings, tools = [], [], {}
+    for i, (f, fc) in enumerate(zip(scenario.flows, spec["flows"], strict=True)):
+        dpf = emu["flows"][i]
+        net_loss = 1.0 - dpf["delivered"] / dpf["sent"] if dpf["sent"] else 0.0
+        row = {
+            "flow": i, "kind": f.kind, "cc": f.cc if f.kind == "tcp" else None, "src": name(fc["src"]),
+            "dst": name(fc["dst"]), "goodput_bps": 0.0, "delivered_bytes": 0, "retransmissions": 0, "rtos": None,
+            "endpoint_loss": 0.0, "network_loss": round(net_loss, 6), "fct_s": None,
+            "owd_ms_p50": dpf["owd_ms"]["p50"], "owd_ms_p99": dpf["owd_ms"]["p99"],
+        }  # fmt: skip
+        rc, out, err = outputs.get(f"client{i}", (None, "", ""))
+        if f.kind == "tcp":
+            try:
+                rep = json.loads(out)
+            except ValueError:
+                rep = {"error": f"iperf3 printed no JSON (exit {rc}): {err.strip()[-500:]}"}
+            tools[f"iperf3_{i}"] = {k: rep.get(k) for k in ("error", "start", "end")}
+            if "error" in rep and rep.get("error"):
+                raise LeoguardError(f"flows[{i}]: iperf3 failed: {rep['error']}")
+            recv = rep["end"]["sum_received"]
+            sent = rep["end"]["sum_sent"]
+            row["goodput_bps"] = float(recv["bits_per_second"])
+            row["delivered_bytes"] = int(recv["bytes"])
+            row["retransmissions"] = int(sent.get("retransmits", 0))
+            row["endpoint_loss"] = row["network_loss"]
+            if f.bytes is not None:
+                row["fct_s"] = float(recv["seconds"])
+        else:
+            sent_n = json.loads(out)["sent"] if out.strip() else 0
+            probe = outputs.get(f"probe{i}")
+            records = probe or []
+            seqs = {r[0] for r in records}
+            owd = [(r[2] - r[1]) / 1e6 for r in records]
+            row["delivered_bytes"] = len(seqs) * f.size
+            active = max(1e-9, scenario.duration_s - f.start_s)
+            row["goodput_bps"] = len(seqs) * f.size * 8 / active
+            row["endpoint_loss"] = round(1.0 - len(seqs) / sent_n, 6) if sent_n else 0.0
+            row["owd_ms_p50"] = round(_percentile(owd, 0.5), 4) if owd else None
+            row["owd_ms_p99"] = round(_percentile(owd, 0.99), 4) if owd else None
+            tools[f"probe_{i}"] = {"sent": sent_n, "received": len(records), "unique": len(seqs)}
+        rows.append(row)
+        if f"ping{i}" in outputs:
+            for ln in outputs[f"ping{i}"][1].splitlines():
+                if "time=" in ln and "icmp_seq=" in ln:
+                    seq = int(ln.split("icmp_seq=")[1].split()[0])
+                    rtt = float(ln.split("time=")[1].split()[0])
+                    pings.append({"flow": i, "seq": seq, "rtt_ms": rtt})
+    flows = pl.DataFrame(
+        rows,
+        schema_overrides={
+            "cc": pl.Utf8, "src": pl.Utf8, "dst": pl.Utf8, "fct_s": pl.Float64, "owd_ms_p50": pl.Float64,
+            "owd_ms_p99": pl.Float64, "rtos": pl.Int64,
+        },
+    )  # fmt: skip
+    links = pl.DataFrame(emu["links"]) if emu["links"] else pl.DataFrame()
+    if len(links):
+        links = links.with_columns(
+            pl.Series("from_name", [name(i) for i in links["from_node"]], dtype=pl.Utf8),
+            pl.Series("to_name", [name(i) for i in links["to_node"]], dtype=pl.Utf8),
+            (pl.col("drops_loss") / pl.col("offered").clip(lower_bound=1)).alias("realised_loss"),
+        )
+    pings_df = pl.DataFrame(pings, schema={"flow": pl.Int64, "seq": pl.Int64, "rtt_ms": pl.Float64})
+    meta = {"seed": scenario.seed, "node_names": names, "code_version": _core.__version__}
+    return EmuResults(scenario, flows, links, pings_df, emu, wall, meta, tools)

@@ -1,0 +1,84 @@
+"""A UDP probe for emulator hosts: `send` paces datagrams carrying a sequence number and the
+CLOCK_MONOTONIC send time (the clock is shared by every namespace of the machine), `recv` records
+(seq, sent_ns, received_ns) per datagram, so endpoint loss and one-way delay are measured per packet.
+
+    python -m leoguard.emu.udpprobe send DST_ADDR PORT RATE_BPS SIZE DURATION_S
+    python -m leoguard.emu.udpprobe recv BIND_ADDR PORT DURATION_S OUT_FILE
+
+The receiver writes a JSON object {"sent_by_seq_max", "records": [[seq, sent_ns, recv_ns], ...]}; the
+sender prints {"sent": N} when done."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import struct
+import sys
+import time
+
+HEADER = struct.Struct("!QQ")
+
+
+def send(dst: str, port: int, rate_bps: float, size: int, duration_s: float) -> int:
+    fam = socket.AF_INET6 if ":" in dst else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    # Payload size so the IP packet is `size` bytes (IPv6 + UDP headers: 48, IPv4: 28).
+    overhead = 48 if fam == socket.AF_INET6 else 28
+    payload = bytearray(max(HEADER.size, size - overhead))
+    interval_ns = int(size * 8 / rate_bps * 1e9)
+    start = time.monotonic_ns()
+    end = start + int(duration_s * 1e9)
+    seq = 0
+    while True:
+        due = start + seq * interval_ns
+        if due >= end:
+            break
+        now = time.monotonic_ns()
+        if now < due:
+            gap = due - now
+            if gap > 200_000:
+                time.sleep((gap - 100_000) / 1e9)
+            continue
+        HEADER.pack_into(payload, 0, seq, time.monotonic_ns())
+        # A full socket buffer is loss at the sender, counted by the receiver's gaps.
+        with contextlib.suppress(OSError):
+            s.sendto(payload, (dst, port))
+        seq += 1
+    print(json.dumps({"sent": seq}), flush=True)
+    return 0
+
+
+def recv(bind: str, port: int, duration_s: float, out: str) -> int:
+    fam = socket.AF_INET6 if ":" in bind else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    s.bind((bind, port))
+    s.settimeout(0.2)
+    end = time.monotonic_ns() + int(duration_s * 1e9)
+    recs = []
+    while time.monotonic_ns() < end:
+        try:
+            data = s.recv(65535)
+        except TimeoutError:
+            continue
+        now = time.monotonic_ns()
+        if len(data) >= HEADER.size:
+            seq, sent = HEADER.unpack_from(data)
+            recs.append((seq, sent, now))
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump({"records": recs}, f)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv and argv[0] == "send" and len(argv) == 6:
+        return send(argv[1], int(argv[2]), float(argv[3]), int(argv[4]), float(argv[5]))
+    if argv and argv[0] == "recv" and len(argv) == 5:
+        return recv(argv[1], int(argv[2]), float(argv[3]), argv[4])
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
