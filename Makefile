@@ -28,12 +28,19 @@ $(STAMP): pyproject.toml tools/install_deps.py
 # through the real tunnel between network namespaces, which iproute2's `ip` sets up (issue 6).
 SYSDEPS := $(VENV)/.leoguard-sysdeps
 $(SYSDEPS): | $(STAMP)
-	@command -v tshark >/dev/null && command -v iperf3 >/dev/null && command -v ip >/dev/null || { \
-	  echo "installing tshark, iperf3, iproute2 (apt)"; \
-	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark iperf3 iproute2 >/dev/null; }
+	@command -v tshark >/dev/null && command -v iperf3 >/dev/null && command -v ip >/dev/null \
+	  && command -v chromium >/dev/null && command -v chromedriver >/dev/null && command -v openssl >/dev/null \
+	  && { command -v nginx || test -x /usr/sbin/nginx; } >/dev/null || { \
+	  echo "installing tshark, iperf3, iproute2, chromium, chromium-driver, nginx, openssl (apt)"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark iperf3 iproute2 \
+	    chromium chromium-driver nginx openssl >/dev/null; }
 	@command -v tshark >/dev/null || { echo "tshark is missing and could not be installed" >&2; exit 1; }
 	@command -v iperf3 >/dev/null || { echo "iperf3 is missing and could not be installed" >&2; exit 1; }
 	@command -v ip >/dev/null || { echo "ip (iproute2) is missing and could not be installed" >&2; exit 1; }
+	@command -v chromium >/dev/null || { echo "chromium is missing and could not be installed" >&2; exit 1; }
+	@command -v chromedriver >/dev/null || { echo "chromedriver is missing and could not be installed" >&2; exit 1; }
+	@{ command -v nginx || test -x /usr/sbin/nginx; } >/dev/null || { echo "nginx is missing and could not be installed" >&2; exit 1; }
+	@command -v openssl >/dev/null || { echo "openssl is missing and could not be installed" >&2; exit 1; }
 	touch $@
 
 setup: $(STAMP) $(SYSDEPS) ## Install Python dependencies into .venv and Debian packages (Rust crates come with the build)
@@ -72,6 +79,7 @@ bench: build ## Benchmarks: print figures, assert nothing
 	$(VENV)/bin/leoguard bench fec --json
 	$(VENV)/bin/leoguard bench constellation --json
 	$(VENV)/bin/leoguard bench sim --json
+	$(VENV)/bin/leoguard bench emu --json
 	$(PY) tools/bench_tunnel.py
 
 clean: ## Remove build outputs (keeps .venv)

@@ -28,6 +28,11 @@ tunnel_app = typer.Typer(
     help="The real liquid-data tunnel (leoguard-tunnel): start and stop an end.", no_args_is_help=True
 )
 app.add_typer(tunnel_app, name="tunnel")
+emu_app = typer.Typer(
+    help="The real-time emulator: real Linux hosts (network namespaces) across the emulated network (root).",
+    no_args_is_help=True,
+)
+app.add_typer(emu_app, name="emu")
 console = Console()
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
@@ -568,6 +573,85 @@ def bench_tunnel(
     from leoguard.tunnel import tunnel_bench
 
     _show(tunnel_bench(seconds, None, delay_ms), as_json)
+
+
+@emu_app.command("run")
+def emu_run(
+    scenario: Annotated[Path, typer.Argument(help="Scenario TOML file: the same files `leoguard run` takes.")],
+    out: Annotated[Path | None, typer.Option(help="Directory for Parquet results (default out/<name>-emu).")] = None,
+    store: Annotated[Path | None, typer.Option(help="Also put the run into this result store.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
+    duration: Annotated[float | None, typer.Option(help="Override duration_s.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a scenario on the real-time emulator: kernel TCP in network namespaces (iperf3 for tcp flows,
+    a UDP probe for cbr flows, ping with [emu] ping_interval_ms) across the emulated links. Prints the
+    object `leoguard run --json` prints plus `emulator` (timing error, real-time check, drops by cause)."""
+    from leoguard.emu import emulate
+    from leoguard.scenario import load_scenario
+
+    sc = load_scenario(scenario, seed=seed, duration_s=duration)
+    res = emulate(sc, base_dir=scenario.parent)
+    files = res.write(out or Path("out") / f"{sc.name}-emu")
+    if store is not None:
+        from leoguard.store import ResultStore, run_key
+
+        with ResultStore(store) as st:
+            st.put(run_key(sc, "emu"), res, scheme="emu")  # type: ignore[arg-type]
+    summ = res.summary()
+    summ["files"] = {k: str(v) for k, v in files.items()}
+    if not res.emulator["realtime_ok"]:
+        Console(stderr=True).print(
+            f"[yellow]warning:[/] the emulator fell behind real time (delivery lateness p99 "
+            f"{res.emulator['timing_error_us']['p99']} us > {res.emulator['late_threshold_us']} us): figures are distorted"
+        )
+    if as_json:
+        _emit(summ)
+    else:
+        _print_run(sc, _EmuView(res), summ, files)
+        e = summ["emulator"]
+        console.print(
+            f"emulator: timing error p50/p99/max {e['timing_error_us']['p50']} / {e['timing_error_us']['p99']} / "
+            f"{e['timing_error_us']['max']} us, real time {'ok' if e['realtime_ok'] else 'NOT kept'}, drops "
+            f"{e['drops']}, unexplained {e['drops_unexplained']}"
+        )
+
+
+class _EmuView:
+    """What `_print_run` reads, from an emulator run."""
+
+    def __init__(self, res: Any):
+        self.simulated_s = res.emulator["elapsed_s"]
+        self.wall_s = res.wall_s
+        self.packet_hops = res.emulator["packet_hops"]
+
+
+@emu_app.command("cleanup")
+def emu_cleanup(
+    all_runs: Annotated[bool, typer.Option("--all", help="Also remove runs whose orchestrator is alive.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove what killed emulator runs left: their network namespaces (TUN devices go with them), the
+    processes in them, and their registry entries under /run/leoguard-emu."""
+    from leoguard.emu import cleanup
+
+    removed = cleanup(all_runs)
+    _show({"removed_namespaces": removed}, as_json)
+
+
+@bench_app.command("emu")
+def bench_emu(
+    hops: Annotated[int, typer.Option(help="Hops of the chain.")] = 10,
+    rate_mbps: Annotated[float, typer.Option(help="Rate of every link.")] = 10_000.0,
+    streams: Annotated[int, typer.Option(help="iperf3 parallel streams (kernel CUBIC).")] = 4,
+    seconds: Annotated[float, typer.Option(help="Run length.")] = 8.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """The emulator's data plane on its one core: iperf3 (kernel CUBIC, several streams) across a chain;
+    prints gbps, pps, hops, timing_error_us, drops_unexplained (root)."""
+    from leoguard.bench import emu_bench
+
+    _show(emu_bench(hops, rate_mbps, streams, seconds), as_json)
 
 
 @app.command("demo")

@@ -414,8 +414,11 @@ class Emu(_Model):
     """MTU of the hosts' TUN devices (IPv6 needs at least 1280)."""
     cpu: int | None = Field(default=None, ge=0)
     """CPU the data plane is pinned to (default: the last one; the hosts' software runs on the rest)."""
-    spin_us: int = Field(default=50, ge=0, le=10_000)
-    """The data plane spins instead of sleeping when its next event is this close."""
+    spin_us: int = Field(default=10_000, ge=0, le=10_000)
+    """The data plane spins instead of sleeping when its next event is this close. Sleeping on an idle
+    virtual CPU costs milliseconds of wake-up latency, so by default it spins (its core is its own)."""
+    omit_s: float = Field(default=0.0, ge=0, le=60)
+    """iperf3 leaves the first seconds of each tcp flow out of its goodput (-O: slow start excluded)."""
     streams: int = Field(default=1, ge=1, le=128)
     """Parallel TCP streams per tcp flow (iperf3 -P)."""
     ping_interval_ms: float | None = Field(default=None, ge=1, le=10_000)

@@ -22,6 +22,9 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
+/// Packets read from one TUN before due events are handled again (a long batch delays them).
+const READ_BATCH: usize = 8;
+
 /// Bytes per buffer slot: an MTU of up to 2000 bytes plus room for options a scheme adds.
 pub const SLOT: usize = 2048;
 
@@ -55,7 +58,7 @@ pub struct FlowCfg {
 }
 
 fn default_spin_us() -> u64 {
-    50
+    10_000
 }
 fn default_pool() -> usize {
     65_536
@@ -125,6 +128,8 @@ struct Meta {
     /// Model time it entered the network.
     t_in: u64,
     dst_node: u32,
+    /// Order of entry within its flow and direction (reordering check at delivery).
+    entry: u64,
     /// Flow index + 1 for the data direction, + 1 + 2^31 for the reverse; 0 none.
     flow: u32,
 }
@@ -146,6 +151,10 @@ pub struct FlowStats {
     pub rev_delivered: u64,
     /// One-way delay of delivered data packets, ns (TUN read to TUN write).
     pub owd: Histogram,
+    /// Data packets delivered after a packet of the flow that entered later (the network reordered).
+    pub reordered: u64,
+    /// Highest entry order delivered so far (data, reverse).
+    last_delivered: [Option<u64>; 2],
     /// One-way delay of delivered reverse packets, ns.
     pub rev_owd: Histogram,
 }
@@ -175,8 +184,11 @@ pub struct Report {
     pub late: u64,
     /// Packet-hops (link arrivals).
     pub packet_hops: u64,
-    /// CPU seconds the data plane used.
+    /// CPU seconds the data plane used (it spins, so about the run's length).
     pub cpu_s: f64,
+    /// Time spent handling events and reading packets (not waiting or spinning), ns: what the
+    /// traffic cost the data plane.
+    pub busy_ns: u64,
     /// A topology driver's error, if it stopped early.
     pub driver_error: Option<String>,
     /// Per link: (from node, to node, counters, loss model name).
@@ -286,13 +298,18 @@ impl DataPlane {
         }
         let n_links = net.links.len();
         let pool = cfg.pool_packets;
+        let mut bufs = vec![0u8; pool * SLOT];
+        // Touch every page now, so the first packets do not pay page faults in the timed loop.
+        for b in bufs.iter_mut().step_by(4096) {
+            *b = 1;
+        }
         let mut dp = DataPlane {
             net,
             hosts,
             host_of,
             addr_node,
             flows: cfg.flows.clone(),
-            bufs: vec![0; pool * SLOT],
+            bufs,
             meta: vec![Meta::default(); pool],
             free: (0..pool as u32).rev().collect(),
             heap: BinaryHeap::new(),
@@ -392,8 +409,10 @@ impl DataPlane {
             return;
         };
         let off = slot as usize * SLOT;
-        let ok = self.hosts[h].tun.send(&self.bufs[off..off + m.len as usize]).is_ok();
+        // The departure time is when the packet is handed to the host (the write then runs the
+        // host's receive path in the kernel, steered to other CPUs by RPS).
         let now = self.clock_model();
+        let ok = self.hosts[h].tun.send(&self.bufs[off..off + m.len as usize]).is_ok();
         if !ok {
             self.drop_slot(slot, Cause::TunWrite);
             return;
@@ -407,13 +426,17 @@ impl DataPlane {
         self.report.delivered_bytes += u64::from(m.len);
         if m.flow != 0 {
             let owd = now.saturating_sub(m.t_in);
+            let dir = usize::from(m.flow & REVERSE != 0);
+            let f = &mut self.report.flows[((m.flow & !REVERSE) - 1) as usize];
+            match f.last_delivered[dir] {
+                Some(last) if m.entry < last => f.reordered += u64::from(dir == 0),
+                _ => f.last_delivered[dir] = Some(m.entry),
+            }
             if m.flow & REVERSE == 0 {
-                let f = &mut self.report.flows[(m.flow - 1) as usize];
                 f.delivered += 1;
                 f.delivered_bytes += u64::from(m.len);
                 f.owd.record(owd);
             } else {
-                let f = &mut self.report.flows[((m.flow & !REVERSE) - 1) as usize];
                 f.rev_delivered += 1;
                 f.rev_owd.record(owd);
             }
@@ -441,8 +464,8 @@ impl DataPlane {
     }
 
     /// Reads every packet waiting on host `hi`'s TUN (up to a batch) and sends it on its way.
-    fn read_host(&mut self, hi: usize) {
-        for _ in 0..64 {
+    fn read_host(&mut self, hi: usize) -> bool {
+        for _ in 0..READ_BATCH {
             let Some(slot) = self.free.pop() else {
                 // Read and drop, so the TUN queue does not stall the host silently.
                 let mut scratch = [0u8; SLOT];
@@ -451,14 +474,14 @@ impl DataPlane {
                     self.count_drop(Cause::PoolExhausted);
                     continue;
                 }
-                return;
+                return false;
             };
             let off = slot as usize * SLOT;
             let n = match self.hosts[hi].tun.recv(&mut self.bufs[off..off + SLOT]) {
                 Ok(n) => n,
                 Err(_) => {
                     self.free.push(slot);
-                    return;
+                    return false;
                 }
             };
             let t = self.clock_model();
@@ -481,16 +504,21 @@ impl DataPlane {
             };
             let src = self.hosts[hi].node;
             let flow = self.classify(src, dst, &h);
-            self.meta[slot as usize] = Meta { len: n as u32, t_in: t, dst_node: dst, flow };
+            let mut entry = 0;
             if flow != 0 {
+                let f = &mut self.report.flows[((flow & !REVERSE) - 1) as usize];
                 if flow & REVERSE == 0 {
-                    self.report.flows[(flow - 1) as usize].sent += 1;
+                    entry = f.sent;
+                    f.sent += 1;
                 } else {
-                    self.report.flows[((flow & !REVERSE) - 1) as usize].rev_sent += 1;
+                    entry = f.rev_sent;
+                    f.rev_sent += 1;
                 }
             }
+            self.meta[slot as usize] = Meta { len: n as u32, t_in: t, dst_node: dst, entry, flow };
             self.forward(src, slot, t);
         }
+        true
     }
 
     fn apply(&mut self, a: Control, t: u64) {
@@ -626,6 +654,7 @@ impl DataPlane {
             if now >= end || stop.load(Ordering::Relaxed) {
                 break;
             }
+            let work0 = now;
             while let Some(&Reverse((at, _, key))) = self.heap.peek() {
                 if at > now {
                     break;
@@ -637,6 +666,7 @@ impl DataPlane {
                 self.handle(at, ev);
                 now = self.clock_model();
             }
+            self.report.busy_ns += now - work0;
             let next = self.heap.peek().map_or(end, |r| r.0 .0.min(end));
             let wait_ms = if next > now + spin {
                 timer.arm_at(self.t0 + next - spin).map_err(os("timerfd"))?;
@@ -645,12 +675,16 @@ impl DataPlane {
                 0
             };
             ep.wait(wait_ms, &mut ready).map_err(os("epoll_wait"))?;
+            let work0 = self.clock_model();
             for &tok in &ready {
                 if tok == timer_token {
                     timer.clear();
                 } else {
                     self.read_host(tok as usize);
                 }
+            }
+            if ready.iter().any(|&t| t != timer_token) {
+                self.report.busy_ns += self.clock_model() - work0;
             }
         }
         drop(rx);

@@ -46,10 +46,11 @@ pub fn to_json(r: &Report, late_us: u64) -> Value {
         "late_threshold_us": late_us,
         "realtime_ok": realtime_ok,
         "cpu_s": r.cpu_s,
+        "busy_s": r.busy_ns as f64 / 1e9,
         "driver_error": r.driver_error,
         "flows": r.flows.iter().map(|f| json!({
             "sent": f.sent, "delivered": f.delivered, "delivered_bytes": f.delivered_bytes,
-            "rev_sent": f.rev_sent, "rev_delivered": f.rev_delivered,
+            "rev_sent": f.rev_sent, "rev_delivered": f.rev_delivered, "reordered": f.reordered,
             "owd_ms": ms(&f.owd), "rev_owd_ms": ms(&f.rev_owd),
         })).collect::<Vec<_>>(),
         "links": r.links.iter().map(|(a, b, s, loss)| json!({

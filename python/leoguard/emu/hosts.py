@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -199,8 +200,10 @@ class Lab:
                 netns.popns()
         self.mtu = mtu
 
-    def configure(self) -> None:
-        """Brings up loopback and each TUN with its addresses, MTU and routes to all other hosts."""
+    def configure(self, rps_cpus: set[int] | None = None) -> None:
+        """Brings up loopback and each TUN with its addresses, MTU and routes to all other hosts. With
+        `rps_cpus`, the kernel's receive processing of what the data plane writes to a TUN is steered to
+        those CPUs (RPS), so the hosts' TCP stacks do not run on the data plane's core."""
         pr = _pyroute2()
         for h in self.hosts.values():
             with pr.NetNS(h.netns) as ns:
@@ -216,6 +219,28 @@ class Lab:
                 ns.addr("add", index=i, address=h.addrs[1], prefixlen=32)
                 ns.route("add", dst=V6_PREFIX + "/64", oif=i)
                 ns.route("add", dst=V4_NET, oif=i)
+            if rps_cpus:
+                mask = f"{sum(1 << c for c in rps_cpus):x}"
+                # /sys shows a namespace's devices only to a process that mounted it there.
+                subprocess.run(
+                    [*h.exec_prefix(), "sh", "-c", f"echo {mask} > /sys/class/net/{h.tun}/queues/rx-0/rps_cpus"],
+                    check=False, capture_output=True, timeout=10,
+                )  # fmt: skip
+
+    def device_drops(self) -> dict[str, int]:
+        """Packets the hosts' kernels dropped at their TUN devices: `host_tx_queue` (the host sent
+        faster than the data plane read) and `host_rx` (the host could not take what was written)."""
+        pr = _pyroute2()
+        tx = rx = 0
+        for h in self.hosts.values():
+            with contextlib.suppress(Exception), pr.NetNS(h.netns) as ns:
+                idx = ns.link_lookup(ifname=h.tun)
+                if idx:
+                    st = ns.get_links(idx[0])[0].get("IFLA_STATS64")
+                    if st is not None:
+                        tx += int(st.get("tx_dropped"))
+                        rx += int(st.get("rx_dropped"))
+        return {"host_tx_queue": tx, "host_rx": rx}
 
     def close(self) -> None:
         """Kills the run's children and removes its namespaces and registry entry."""
@@ -231,3 +256,12 @@ class Lab:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def softnet_drops() -> int:
+    """Packets the kernel dropped because a CPU's input backlog was full (all CPUs, machine-wide)."""
+    try:
+        lines = Path("/proc/net/softnet_stat").read_text().split("\n")
+    except OSError:
+        return 0
+    return sum(int(ln.split()[1], 16) for ln in lines if ln.strip())

@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 
 from leoguard import _core
-from leoguard.emu.hosts import Lab, cleanup, v6_addr
+from leoguard.emu.hosts import Lab, cleanup, softnet_drops, v6_addr
 from leoguard.errors import LeoguardError
 from leoguard.scenario import Scenario, load_scenario
 
@@ -162,8 +162,16 @@ class EmuResults:
         return out
 
 
+def _app_cpus(dataplane_cpu: int) -> set[int]:
+    """The CPUs the hosts' software may use: all but the data plane's, when there is another."""
+    cpus = set(os.sched_getaffinity(0))
+    return cpus - {dataplane_cpu} if len(cpus) > 1 else cpus
+
+
 class _Proc:
-    """A tool running in a host, its output captured to a file."""
+    """A tool running in a host, its output captured to a file, kept off the data plane's CPU."""
+
+    cpus: set[int] | None = None
 
     def __init__(self, lab: Lab, host: int, args: list[str], work: Path, tag: str):
         self.out = work / f"{tag}.out"
@@ -171,9 +179,14 @@ class _Proc:
         with open(self.out, "wb") as o, open(self.err, "wb") as e:
             self.p = subprocess.Popen(
                 [*lab.hosts[host].exec_prefix(), *args], stdout=o, stderr=e, stdin=subprocess.DEVNULL,
-                start_new_session=True,
+                start_new_session=True, preexec_fn=self._pin,
             )  # fmt: skip
         lab.add_child(self.p.pid)
+
+    @classmethod
+    def _pin(cls) -> None:
+        if cls.cpus:
+            os.sched_setaffinity(0, cls.cpus)
 
     def finish(self, timeout: float) -> tuple[int | None, str, str]:
         try:
@@ -239,7 +252,8 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
     dp: subprocess.Popen[str] | None = None
     try:
         lab.create(ends, scenario.emu.mtu)
-        cpu = scenario.emu.cpu if scenario.emu.cpu is not None else max(0, (os.cpu_count() or 1) - 1)
+        cpu = scenario.emu.cpu if scenario.emu.cpu is not None else max(os.sched_getaffinity(0))
+        _Proc.cpus = _app_cpus(cpu)
         cfg = {
             "hosts": [
                 {"node": h.node, "netns": h.netns_path, "tun": h.tun, "addrs": h.addrs} for h in lab.hosts.values()
@@ -272,8 +286,9 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
         msg = json.loads(line) if line.strip() else {"error": (wdir / "dataplane.err").read_text()[-2000:]}
         if "error" in msg:
             raise LeoguardError(f"the emulator's data plane did not start: {msg['error'].strip()}")
-        lab.configure()
+        lab.configure(_Proc.cpus)
         procs = _start_servers(scenario, flows, lab, wdir)
+        backlog0 = softnet_drops()
         t0 = time.monotonic_ns() + 200_000_000
         dp.stdin.write(f"go {t0}\n")
         dp.stdin.flush()
@@ -285,6 +300,12 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
                 "the emulator's data plane stopped without results: " + (wdir / "dataplane.err").read_text()[-2000:]
             )
         emu = json.loads(line)
+        if "error" in emu:
+            raise LeoguardError(f"the emulator's data plane failed: {emu['error']}")
+        # What the hosts' kernels dropped outside the data plane is counted too, by cause.
+        for cause, n in {**lab.device_drops(), "host_backlog": softnet_drops() - backlog0}.items():
+            if n:
+                emu["drops"][cause] = n
         remaining = max(0.0, (end - time.monotonic_ns()) / 1e9)
         outputs: dict[str, Any] = {tag: p.finish(remaining + 2.0) for tag, p in procs}
         for i, f in enumerate(scenario.flows):
@@ -346,9 +367,12 @@ def _start_clients(
             if f.bytes is not None:
                 args += ["-n", str(f.bytes)]
             else:
-                args += ["-t", f"{run_s:.3f}"]
+                # -O's seconds come on top of -t's.
+                args += ["-t", f"{max(0.5, run_s - scenario.emu.omit_s):.3f}"]
             if f.rate_mbps is not None:
                 args += ["-b", f"{f.rate_mbps}M"]
+            if scenario.emu.omit_s > 0:
+                args += ["-O", f"{scenario.emu.omit_s:g}"]
         else:
             args = [sys.executable, "-m", "leoguard.emu.udpprobe", "send", v6_addr(dst), port]
             args += [str(f.rate_mbps * 1e6), str(f.size), f"{run_s:.3f}"]
@@ -376,7 +400,7 @@ def _results(
             "flow": i, "kind": f.kind, "cc": f.cc if f.kind == "tcp" else None, "src": name(fc["src"]),
             "dst": name(fc["dst"]), "goodput_bps": 0.0, "delivered_bytes": 0, "retransmissions": 0, "rtos": None,
             "endpoint_loss": 0.0, "network_loss": round(net_loss, 6), "fct_s": None,
-            "owd_ms_p50": dpf["owd_ms"]["p50"], "owd_ms_p99": dpf["owd_ms"]["p99"],
+            "owd_ms_p50": dpf["owd_ms"]["p50"], "owd_ms_p99": dpf["owd_ms"]["p99"], "reordered": dpf["reordered"],
         }  # fmt: skip
         rc, out, err = outputs.get(f"client{i}", (None, "", ""))
         if f.kind == "tcp":
