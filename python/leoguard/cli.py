@@ -603,7 +603,8 @@ def emu_run(
     if not res.emulator["realtime_ok"]:
         Console(stderr=True).print(
             f"[yellow]warning:[/] the emulator fell behind real time (delivery lateness p99 "
-            f"{res.emulator['timing_error_us']['p99']} us > {res.emulator['late_threshold_us']} us): figures are distorted"
+            f"{res.emulator['timing_error_us']['p99']} us > {res.emulator['late_threshold_us']} us): "
+            "figures are distorted"
         )
     if as_json:
         _emit(summ)

@@ -87,6 +87,13 @@ pub struct EmuConfig {
     /// A delivery later than this against its model time counts as the emulator falling behind.
     #[serde(default = "default_late_us")]
     pub late_us: u64,
+    /// Nice value of the data plane (-20: ordinary processes on its CPU get about 1 % of it).
+    #[serde(default = "default_nice")]
+    pub nice: i32,
+}
+
+fn default_nice() -> i32 {
+    -20
 }
 
 /// Why the data plane dropped a packet (every drop has one).
@@ -191,6 +198,8 @@ pub struct Report {
     pub busy_ns: u64,
     /// A topology driver's error, if it stopped early.
     pub driver_error: Option<String>,
+    /// Whether the data plane got its nice value.
+    pub priority_set: bool,
     /// Per link: (from node, to node, counters, loss model name).
     pub links: Vec<(u32, u32, leoguard_net::LinkStats, &'static str)>,
 }
@@ -589,21 +598,9 @@ impl DataPlane {
     /// Runs for `duration` of model time from CLOCK_MONOTONIC `t0_ns`, or until `stop`; returns
     /// what it measured.
     pub fn run(mut self, t0_ns: u64, duration: Duration, stop: &AtomicBool) -> Result<Report, EmuError> {
-        if let Some(cpu) = self.cfg.cpu {
-            leoguard_os::pin_to_cpu(cpu).map_err(os(format!("pinning to CPU {cpu}")))?;
-        }
-        leoguard_os::set_timer_slack_ns(1).map_err(os("timer slack"))?;
-        self.t0 = t0_ns;
-        let cpu0 = leoguard_os::cpu_seconds();
-        let timer = TimerFd::new().map_err(os("timerfd"))?;
-        let mut ep = Epoll::new(self.hosts.len() + 1).map_err(os("epoll"))?;
-        let timer_token = u64::MAX;
-        ep.add(timer.as_raw_fd(), timer_token).map_err(os("epoll"))?;
-        for (i, h) in self.hosts.iter().enumerate() {
-            ep.add(h.tun.as_raw_fd(), i as u64).map_err(os("epoll"))?;
-        }
         // The constellation driver runs on its own thread, a bounded number of steps ahead, so its
-        // routing computations never stall the packet loop.
+        // routing computations never stall the packet loop; it is started before this thread pins
+        // itself and takes real-time priority, which it would otherwise inherit.
         let (tx, rx) = mpsc::sync_channel::<(u64, Vec<Control>, Option<String>)>(32);
         let driver = self.net.driver.take().map(|(mut d, first)| {
             std::thread::spawn(move || {
@@ -621,6 +618,20 @@ impl DataPlane {
                 }
             })
         });
+        if let Some(cpu) = self.cfg.cpu {
+            leoguard_os::pin_to_cpu(cpu).map_err(os(format!("pinning to CPU {cpu}")))?;
+        }
+        leoguard_os::set_timer_slack_ns(1).map_err(os("timer slack"))?;
+        self.report.priority_set = leoguard_os::set_nice(self.cfg.nice).is_ok();
+        self.t0 = t0_ns;
+        let cpu0 = leoguard_os::cpu_seconds();
+        let timer = TimerFd::new().map_err(os("timerfd"))?;
+        let mut ep = Epoll::new(self.hosts.len() + 1).map_err(os("epoll"))?;
+        let timer_token = u64::MAX;
+        ep.add(timer.as_raw_fd(), timer_token).map_err(os("epoll"))?;
+        for (i, h) in self.hosts.iter().enumerate() {
+            ep.add(h.tun.as_raw_fd(), i as u64).map_err(os("epoll"))?;
+        }
         let end = duration.as_nanos();
         let spin = self.cfg.spin_us * 1000;
         let mut ready = Vec::new();

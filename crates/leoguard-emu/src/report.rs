@@ -48,6 +48,7 @@ pub fn to_json(r: &Report, late_us: u64) -> Value {
         "cpu_s": r.cpu_s,
         "busy_s": r.busy_ns as f64 / 1e9,
         "driver_error": r.driver_error,
+        "priority_set": r.priority_set,
         "flows": r.flows.iter().map(|f| json!({
             "sent": f.sent, "delivered": f.delivered, "delivered_bytes": f.delivered_bytes,
             "rev_sent": f.rev_sent, "rev_delivered": f.rev_delivered, "reordered": f.reordered,

@@ -91,6 +91,9 @@ class EmuResults:
     flows: pl.DataFrame
     links: pl.DataFrame
     pings: pl.DataFrame
+    packets: pl.DataFrame
+    """Per received probe datagram (cbr flows): flow, seq, sent_ns, received_ns (model time, from the
+    probe's own CLOCK_MONOTONIC stamps), as the simulator's `packets` table."""
     emulator: dict[str, Any]
     wall_s: float
     meta: dict[str, Any] = field(default_factory=dict)
@@ -145,7 +148,7 @@ class EmuResults:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         out = {}
-        for name in ("flows", "links", "pings"):
+        for name in ("flows", "links", "pings", "packets"):
             p = d / f"{name}.parquet"
             getattr(self, name).write_parquet(p)
             out[name] = p
@@ -173,13 +176,13 @@ class _Proc:
 
     cpus: set[int] | None = None
 
-    def __init__(self, lab: Lab, host: int, args: list[str], work: Path, tag: str):
+    def __init__(self, lab: Lab, host: int, args: list[str], work: Path, tag: str, realtime: bool = False):
         self.out = work / f"{tag}.out"
         self.err = work / f"{tag}.err"
         with open(self.out, "wb") as o, open(self.err, "wb") as e:
             self.p = subprocess.Popen(
                 [*lab.hosts[host].exec_prefix(), *args], stdout=o, stderr=e, stdin=subprocess.DEVNULL,
-                start_new_session=True, preexec_fn=self._pin,
+                start_new_session=True, preexec_fn=self._pin_rt if realtime else self._pin,
             )  # fmt: skip
         lab.add_child(self.p.pid)
 
@@ -187,6 +190,14 @@ class _Proc:
     def _pin(cls) -> None:
         if cls.cpus:
             os.sched_setaffinity(0, cls.cpus)
+
+    @classmethod
+    def _pin_rt(cls) -> None:
+        # The UDP probe stamps and paces its own packets: real-time priority keeps other work on the
+        # hosts' CPUs from stalling it (it sleeps between packets, so it cannot starve them).
+        cls._pin()
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
 
     def finish(self, timeout: float) -> tuple[int | None, str, str]:
         try:
@@ -211,6 +222,23 @@ def _wait_listening(pid: int, port: int, proto: str, timeout: float = 5.0) -> No
                         return
         time.sleep(0.02)
     raise LeoguardError(f"a {proto} server on port {port} did not start within {timeout} s")
+
+
+@contextlib.contextmanager
+def _no_deep_idle():
+    """Holds the kernel's PM QoS CPU latency at 0 while the run lasts: an idle virtual CPU otherwise
+    takes about half a millisecond to wake for the hosts' receive processing (the way cyclictest and
+    other latency tools run). Without /dev/cpu_dma_latency the run goes on and says so."""
+    try:
+        fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
+    except OSError:
+        yield False
+        return
+    try:
+        os.write(fd, (0).to_bytes(4, sys.byteorder))
+        yield True
+    finally:
+        os.close(fd)
 
 
 def _percentile(values: list[float], q: float) -> float | None:
@@ -250,6 +278,8 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
     wdir.mkdir(parents=True, exist_ok=True)
     lab = Lab()
     dp: subprocess.Popen[str] | None = None
+    idle_guard = _no_deep_idle()
+    low_latency = idle_guard.__enter__()
     try:
         lab.create(ends, scenario.emu.mtu)
         cpu = scenario.emu.cpu if scenario.emu.cpu is not None else max(os.sched_getaffinity(0))
@@ -302,6 +332,8 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
         emu = json.loads(line)
         if "error" in emu:
             raise LeoguardError(f"the emulator's data plane failed: {emu['error']}")
+        emu["t0_ns"] = t0
+        emu["cpu_latency_held"] = low_latency
         # What the hosts' kernels dropped outside the data plane is counted too, by cause.
         for cause, n in {**lab.device_drops(), "host_backlog": softnet_drops() - backlog0}.items():
             if n:
@@ -318,6 +350,7 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
             dp.kill()
             dp.wait()
         lab.close()
+        idle_guard.__exit__(None, None, None)
     wall = time.perf_counter() - t_wall
     res = _results(scenario, spec, emu, outputs, wall)
     if own is not None:
@@ -336,7 +369,7 @@ def _start_servers(scenario: Scenario, flows: list[dict[str, Any]], lab: Lab, wd
         else:
             args = [sys.executable, "-m", "leoguard.emu.udpprobe", "recv", v6_addr(dst), str(port)]
             args += [str(scenario.duration_s + 2.0), str(wdir / f"probe{i}.json")]
-            p = _Proc(lab, dst, args, wdir, f"server{i}")
+            p = _Proc(lab, dst, args, wdir, f"server{i}", realtime=True)
             _wait_listening(p.p.pid, port, "udp")
         procs.append((f"server{i}", p))
     return procs
@@ -376,7 +409,7 @@ def _start_clients(
         else:
             args = [sys.executable, "-m", "leoguard.emu.udpprobe", "send", v6_addr(dst), port]
             args += [str(f.rate_mbps * 1e6), str(f.size), f"{run_s:.3f}"]
-        procs.append((f"client{i}", _Proc(lab, src, args, wdir, f"client{i}")))
+        procs.append((f"client{i}", _Proc(lab, src, args, wdir, f"client{i}", realtime=f.kind == "cbr")))
         if scenario.emu.ping_interval_ms is not None:
             count = max(1, int(run_s * 1000 / scenario.emu.ping_interval_ms))
             ping = ["ping", "-6", "-n", "-i", f"{scenario.emu.ping_interval_ms / 1000:.3f}", "-c", str(count)]
@@ -392,7 +425,8 @@ def _results(
     def name(i: int | None) -> str | None:
         return names[i] if i is not None and i < len(names) else None
 
-    rows, pings, tools = [], [], {}
+    rows, pings, tools, packets = [], [], {}, []
+    t0 = emu["t0_ns"]
     for i, (f, fc) in enumerate(zip(scenario.flows, spec["flows"], strict=True)):
         dpf = emu["flows"][i]
         net_loss = 1.0 - dpf["delivered"] / dpf["sent"] if dpf["sent"] else 0.0
@@ -432,6 +466,7 @@ def _results(
             row["owd_ms_p50"] = round(_percentile(owd, 0.5), 4) if owd else None
             row["owd_ms_p99"] = round(_percentile(owd, 0.99), 4) if owd else None
             tools[f"probe_{i}"] = {"sent": sent_n, "received": len(records), "unique": len(seqs)}
+            packets.extend((i, r[0], r[1] - t0, r[2] - t0) for r in records)
         rows.append(row)
         if f"ping{i}" in outputs:
             for ln in outputs[f"ping{i}"][1].splitlines():
@@ -454,5 +489,10 @@ def _results(
             (pl.col("drops_loss") / pl.col("offered").clip(lower_bound=1)).alias("realised_loss"),
         )
     pings_df = pl.DataFrame(pings, schema={"flow": pl.Int64, "seq": pl.Int64, "rtt_ms": pl.Float64})
+    packets_df = pl.DataFrame(
+        packets,
+        schema={"flow": pl.UInt32, "seq": pl.UInt64, "sent_ns": pl.Int64, "received_ns": pl.Int64},
+        orient="row",
+    )
     meta = {"seed": scenario.seed, "node_names": names, "code_version": _core.__version__}
-    return EmuResults(scenario, flows, links, pings_df, emu, wall, meta, tools)
+    return EmuResults(scenario, flows, links, pings_df, packets_df, emu, wall, meta, tools)
