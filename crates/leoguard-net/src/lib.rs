@@ -4,8 +4,11 @@
 //! The simulator (`leoguard-sim`) and the real-time emulator (`leoguard-emu`) are its siblings
 //! above; neither depends on the other.
 
+pub mod host;
 pub mod link;
 pub mod loss;
+pub mod packet;
+pub mod schemes;
 pub mod topo;
 
 pub use link::{DropReason, Link, LinkId, LinkStats, NodeId, Offer, QueueLimit, TxDone};

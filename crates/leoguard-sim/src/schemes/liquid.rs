@@ -49,6 +49,8 @@ pub struct LiquidOptions {
     pub flows: Option<Vec<u32>>,
 }
 
+use leoguard_net::counters;
+
 counters! {
     /// Counters of the liquid tunnel ends, summed over nodes.
     pub struct LiquidStats {

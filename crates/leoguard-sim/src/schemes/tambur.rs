@@ -53,6 +53,8 @@ impl Default for TamburOptions {
     }
 }
 
+use leoguard_net::counters;
+
 counters! {
     /// Counters of the Tambur slot hooks, summed over nodes.
     pub struct TamburStats {

@@ -1,7 +1,7 @@
 //! SATGUARD §3.2, handover-aware buffer migration, between the hooks of the old and the new
 //! satellite of a ground node.
 //!
-//! The connectivity cache ([`crate::constellation::PlannedHandover`]) tells the old satellite when
+//! The connectivity cache ([`crate::topo::constellation::PlannedHandover`]) tells the old satellite when
 //! its downlink to a ground node goes away and which satellite serves the ground node next. A lead
 //! `t = buffer_bytes / link capacity` before the handover, the old satellite starts moving its
 //! unacknowledged packets over the ISL route to the new satellite (segment routing, §3.6), and copies
@@ -18,7 +18,7 @@
 //! [`RANGES_PER_COMMIT`] ranges in its `seq`, `ack` and `sack` fields. Their wire size is an IPv6
 //! encapsulation with a segment routing header (RFC 8754: 8 bytes + 16 per segment).
 
-use crate::engine::Packet;
+use crate::packet::Packet;
 use leoguard_core::Instant;
 use leoguard_core::KeyMap;
 use std::collections::BTreeMap;

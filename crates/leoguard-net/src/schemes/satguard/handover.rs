@@ -4,9 +4,10 @@
 
 use super::migrate::{encap_bytes, pack_commit, ranges, unpack_commit, Outgoing, RANGES_PER_COMMIT};
 use super::{key, SatguardHook, SR_COMMIT, SR_COPY, SR_REDIRECT};
-use crate::constellation::PlannedHandover;
-use crate::engine::{LinkId, Packet, NET_CONTROL, NET_HSEQ, NET_MIGRATED, NET_RETX, NET_SR};
-use crate::sim::Ctx;
+use crate::host::Ctx;
+use crate::link::LinkId;
+use crate::packet::{Packet, NET_CONTROL, NET_HSEQ, NET_MIGRATED, NET_RETX, NET_SR};
+use crate::topo::constellation::PlannedHandover;
 use leoguard_core::{Bytes, Duration, Instant};
 
 impl SatguardHook {

@@ -1,12 +1,8 @@
-use super::*;
-use leoguard_proto::satguard::hop::HopSenderStats;
+use crate::schemes::satguard::*;
 
-#[test]
-fn header_sizes_come_from_the_wire_format() {
-    // docs/satguard.md and docs/wire.md: HSeq + FSeq options in 16 bytes, a HAck packet 56 bytes.
-    assert_eq!(hbh_bytes(), 16);
-    assert_eq!(hack_bytes(), 56);
-}
+use leoguard_core::{Duration, Instant};
+use leoguard_proto::satguard::hop::HopSenderStats;
+use std::sync::Arc;
 
 use crate::constellation::{ConstellationTopo, HostSpec};
 use crate::engine::QueueLimit;
@@ -142,7 +138,10 @@ fn beam_timeouts_follow_the_geometry() {
 
 #[test]
 fn misconfiguration_is_named() {
-    let bad = SatguardOptions { hop: HopConfig { buffer_bytes: 0, ..Default::default() }, ..Default::default() };
+    let bad = SatguardOptions {
+        hop: leoguard_proto::satguard::hop::HopConfig { buffer_bytes: 0, ..Default::default() },
+        ..Default::default()
+    };
     assert!(bad.validate().unwrap_err().to_string().contains("buffer_bytes"));
     let bad = SatguardOptions { dedup_window: 0, ..Default::default() };
     assert!(bad.validate().unwrap_err().to_string().contains("dedup_window"));

@@ -54,8 +54,9 @@
 //! alone, the 1-RTT retransmission guard and the fallback trains expire just before the ACK they
 //! wait for returns (both retransmit or probe spuriously).
 
-use crate::engine::{LinkId, NetFields, Network, Packet, NET_CONTROL, NET_HSEQ, NET_RETX};
-use crate::sim::{Agent, Ctx};
+use crate::host::{Agent, Ctx};
+use crate::link::{Link, LinkId};
+use crate::packet::{NetFields, Packet, NET_CONTROL, NET_HSEQ, NET_RETX};
 use leoguard_core::{Bps, Bytes, Duration, Instant, Seq16};
 use leoguard_proto::linkguardian::{
     GiveUpReason, LgAck, LgConfig, LgConfigError, LgEvent, LgReceiver, LgSender, OutKind,
@@ -128,8 +129,8 @@ pub struct LgLinkParams {
 impl LgLinkParams {
     /// The table for every link of `net` as it is now (current delays and states, no link shared,
     /// all guarded).
-    pub fn table(net: &Network) -> Vec<LgLinkParams> {
-        net.links
+    pub fn table<P: Copy>(links: &[Link<P>]) -> Vec<LgLinkParams> {
+        links
             .iter()
             .map(|l| LgLinkParams { rate: l.rate, delay: l.delay, shared: false, guarded: true, up: l.up })
             .collect()
@@ -658,4 +659,26 @@ impl Agent for LinkGuardianHook {
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_sizes_come_from_the_wire_format() {
+        // docs/wire.md: the seq option adds 8 bytes, an ACK packet is 56 bytes, a dummy 48.
+        assert_eq!((seq_bytes(), ack_bytes(), dummy_bytes()), (8, 56, 48));
+        for a in [
+            LgAck { leading_ack: Seq16(65_535), loss: None, received: None },
+            LgAck { leading_ack: Seq16(7), loss: Some((Seq16(65_530), 12)), received: None },
+            LgAck { leading_ack: Seq16(7), loss: None, received: Some(Seq16(65_000)) },
+        ] {
+            assert_eq!(decode_ack(encode_ack(&a)), a);
+        }
+    }
+
+    #[test]
+    fn bad_options_are_rejected() {
+        let opts = LinkGuardianOptions { shared_links_fixed_timeout: Some(Duration::ZERO), ..Default::default() };
+        let e = LinkGuardianHook::new(opts, Arc::new(Vec::new()), Arc::new(Vec::new())).unwrap_err();
+        assert_eq!(e, LgConfigError::Zero("fixed_timeout"));
+    }
+}

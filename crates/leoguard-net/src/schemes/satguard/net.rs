@@ -4,9 +4,8 @@
 //! which links are one-to-many user downlinks and their beams (§3.3), and the connectivity cache of
 //! planned handovers with the ISL routes buffers migrate over (§3.2).
 
-use crate::constellation::{PlannedHandover, TopoInfo};
-use crate::engine::{LinkId, QueueLimit};
-use crate::sim::Sim;
+use crate::link::{Link, LinkId, QueueLimit};
+use crate::topo::constellation::{PlannedHandover, TopoInfo};
 use leoguard_core::{Bps, Duration, Instant};
 use leoguard_orbit::Role;
 use std::collections::BTreeMap;
@@ -39,8 +38,7 @@ pub struct SatguardNet {
 impl SatguardNet {
     /// A network of plain links (chains, dumbbells, LEO paths): every link is processed and packets
     /// leave the network at their destination.
-    pub fn generic(sim: &Sim) -> Self {
-        let links = &sim.net.links;
+    pub fn generic<P: Copy>(links: &[Link<P>]) -> Self {
         let mut by_ends = BTreeMap::new();
         for (i, l) in links.iter().enumerate() {
             by_ends.entry((l.from, l.to)).or_insert(LinkId(i as u32));
@@ -65,17 +63,17 @@ impl SatguardNet {
 
     /// A whole constellation: ISLs and ground links are processed (terrestrial host links are not),
     /// packets leave the satellite network at ground nodes.
-    pub fn constellation(sim: &Sim, info: TopoInfo) -> Self {
+    pub fn constellation<P: Copy>(links: &[Link<P>], nodes: usize, info: TopoInfo) -> Self {
         let mut plans_from: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
         for (i, h) in info.handovers.iter().enumerate() {
             plans_from.entry(h.from.0).or_default().push(i);
         }
         SatguardNet {
             network: info.terrestrial.iter().map(|t| !t).collect(),
-            exit: (0..sim.nodes()).map(|n| (n as u32) < info.grounds).collect(),
+            exit: (0..nodes).map(|n| (n as u32) < info.grounds).collect(),
             topo: Some(info),
             plans_from,
-            ..Self::generic(sim)
+            ..Self::generic(links)
         }
     }
 

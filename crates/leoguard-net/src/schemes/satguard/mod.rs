@@ -29,8 +29,9 @@ pub use migrate::{commit_bytes, encap_bytes, SR_COMMIT, SR_COPY, SR_REDIRECT};
 pub use net::SatguardNet;
 pub use stats::{HopRow, SatguardStats};
 
-use crate::engine::{LinkId, Packet, NET_CONTROL, NET_FSEQ, NET_HSEQ, NET_MIGRATED, NET_RETX, NET_SR, NET_VOID};
-use crate::sim::{Agent, Ctx};
+use crate::host::{Agent, Ctx};
+use crate::link::LinkId;
+use crate::packet::{Packet, NET_CONTROL, NET_FSEQ, NET_HSEQ, NET_MIGRATED, NET_RETX, NET_SR, NET_VOID};
 use leoguard_core::KeySet;
 use leoguard_core::{Duration, Instant, Seq16};
 use leoguard_proto::satguard::hop::{HAck, HopConfig, HopError, HopReceiver, HopSender};
@@ -549,7 +550,7 @@ impl Agent for SatguardHook {
                         size: self.hack_bytes,
                         dst: u32::MAX,
                         sent_at: ctx.now(),
-                        net: crate::engine::NetFields { flags: NET_CONTROL, ..Default::default() },
+                        net: crate::packet::NetFields { flags: NET_CONTROL, ..Default::default() },
                         ..Default::default()
                     },
                 );
@@ -621,7 +622,7 @@ impl Agent for SatguardHook {
             seq: p.seq,
             sent_at: p.sent_at,
             size: VOID_BYTES,
-            net: crate::engine::NetFields {
+            net: crate::packet::NetFields {
                 tc: p.net.tc,
                 fseq: p.net.fseq,
                 flags: NET_CONTROL | NET_VOID | NET_FSEQ,
@@ -663,4 +664,13 @@ impl Agent for SatguardHook {
 mod handover;
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_sizes_come_from_the_wire_format() {
+        // docs/satguard.md and docs/wire.md: HSeq + FSeq options in 16 bytes, a HAck packet 56 bytes.
+        assert_eq!(hbh_bytes(), 16);
+        assert_eq!(hack_bytes(), 56);
+    }
+}

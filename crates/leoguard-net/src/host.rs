@@ -1,0 +1,113 @@
+//! The host interface sans-IO agents run against in either engine: an agent (an endpoint or a
+//! per-hop scheme on a node) gets time and packets and answers through a [`Ctx`] (send, put on a
+//! link, resume a held packet, arm a timer). The simulator drives it with its virtual clock, the
+//! emulator's data plane with the real one.
+
+use crate::link::{LinkId, NodeId};
+use crate::packet::Packet;
+use leoguard_core::{Duration, Instant};
+
+/// Index of an agent (endpoint or hook) in an engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AgentId(pub u32);
+
+/// How a packet produced by an agent leaves it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendKind {
+    /// Routed from the agent's node (an endpoint's send passes the node's hook on the way out).
+    Routed,
+    /// Straight onto a link of the node, bypassing routing and hooks (link-local traffic).
+    OnLink(LinkId),
+    /// Handed on at the node as if it had just arrived and passed the hook (a hook releasing a
+    /// packet it held back): delivered if addressed to the node, else forwarded.
+    Resume,
+}
+
+/// What an agent may do in response to an event.
+#[derive(Debug, Default)]
+pub struct Ctx {
+    /// (Engine) the current time.
+    pub now: Instant,
+    /// (Engine) the node the agent runs on.
+    pub node: NodeId,
+    /// (Engine) packets the agent sent, in order.
+    pub sends: Vec<(Packet, SendKind)>,
+    /// (Engine) timers the agent armed: (time, token).
+    pub timers: Vec<(Instant, u64)>,
+    /// (Engine) timers armed on other agents: (agent, time, token).
+    pub wakes: Vec<(AgentId, Instant, u64)>,
+    /// (Engine) the departing packet's egress wait, in `on_depart`.
+    pub wait: Duration,
+}
+
+impl Ctx {
+    /// Current time.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// The node the agent runs on.
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+
+    /// Sends a packet from this node, routed by the node's table.
+    pub fn send(&mut self, p: Packet) {
+        self.sends.push((p, SendKind::Routed));
+    }
+
+    /// Puts a packet directly on `link` (which must leave this node), bypassing routing and hooks.
+    pub fn send_on(&mut self, link: LinkId, p: Packet) {
+        self.sends.push((p, SendKind::OnLink(link)));
+    }
+
+    /// (Hooks) hands a held packet on at this node as if it had just arrived and passed the hook.
+    pub fn resume(&mut self, p: Packet) {
+        self.sends.push((p, SendKind::Resume));
+    }
+
+    /// (Hooks, in `on_depart`) how long the departing packet will wait before its last bit leaves the
+    /// node: the link's queue ahead of it plus its serialisation. A link-local timer starts there (a
+    /// sender's Tx buffer sees the packet leave the interface, not enter the queue). Zero elsewhere.
+    pub fn egress_wait(&self) -> Duration {
+        self.wait
+    }
+
+    /// Arms a timer that calls `on_timer(token)` at `at`.
+    pub fn timer(&mut self, at: Instant, token: u64) {
+        self.timers.push((at, token));
+    }
+
+    /// Arms a timer on another agent: `agent.on_timer(token)` at `at` (a control message between the
+    /// parts of one distributed mechanism, whose delay the caller models; e.g. a migrated proxy's
+    /// state arriving at its new node).
+    pub fn wake(&mut self, agent: AgentId, at: Instant, token: u64) {
+        self.wakes.push((agent, at, token));
+    }
+}
+
+/// A sans-IO endpoint or per-hop mechanism hosted on a node.
+pub trait Agent: std::fmt::Debug + std::any::Any + Send {
+    /// Itself as `Any`, so callers can read a concrete agent's results after a run.
+    fn as_any(&self) -> &dyn std::any::Any;
+    /// Called once when the run starts.
+    fn start(&mut self, ctx: &mut Ctx);
+    /// A packet addressed to this endpoint arrived.
+    fn on_packet(&mut self, p: &Packet, ctx: &mut Ctx);
+    /// A timer armed by this agent fired.
+    fn on_timer(&mut self, token: u64, ctx: &mut Ctx);
+    /// (Hooks) a packet arrived at the node over `link`, before delivery or forwarding. Return false
+    /// to take it out of the network (the hook consumed it or holds a copy to `resume` later).
+    fn on_arrive(&mut self, _link: LinkId, _p: &mut Packet, _ctx: &mut Ctx) -> bool {
+        true
+    }
+    /// (Hooks) a packet is about to leave the node over `link`. Return false to consume it.
+    fn on_depart(&mut self, _link: LinkId, _p: &mut Packet, _ctx: &mut Ctx) -> bool {
+        true
+    }
+    /// (Hooks) a packet leaving the node over `link` is dropped because the link's queue is full
+    /// (a congestion drop: the hook does not see it depart).
+    fn on_congestion_drop(&mut self, _link: LinkId, _p: &Packet, _ctx: &mut Ctx) {}
+    /// (Hooks) a link from or to the node changed state.
+    fn on_link_state(&mut self, _link: LinkId, _up: bool, _ctx: &mut Ctx) {}
+}
