@@ -12,6 +12,8 @@ use crate::net::{EmuNet, MAX_RAMP};
 use crate::packet::{self, AddrKey};
 use leoguard_core::{Duration, Instant};
 use leoguard_net::link::{DropReason, Offer};
+use leoguard_net::packet::{NetFields, Packet};
+use leoguard_net::schemes::wire::WireScheme;
 use leoguard_net::topo::Control;
 use leoguard_net::LinkId;
 use leoguard_os::{Epoll, NetnsGuard, TimerFd, Tun};
@@ -87,9 +89,16 @@ pub struct EmuConfig {
     /// A delivery later than this against its model time counts as the emulator falling behind.
     #[serde(default = "default_late_us")]
     pub late_us: u64,
+    /// How long the bytes of a packet a per-hop scheme may retransmit are kept, ms.
+    #[serde(default = "default_retain_ms")]
+    pub retain_ms: u64,
     /// Nice value of the data plane (-20: ordinary processes on its CPU get about 1 % of it).
     #[serde(default = "default_nice")]
     pub nice: i32,
+}
+
+fn default_retain_ms() -> u64 {
+    2_000
 }
 
 fn default_nice() -> i32 {
@@ -120,25 +129,36 @@ pub enum Cause {
     PoolExhausted,
     /// Writing to the destination's TUN failed.
     TunWrite,
+    /// A per-hop scheme retransmitted a packet whose bytes were no longer kept (`retain_ms`).
+    RetxEvicted,
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Ev {
+pub(crate) enum Ev {
     TxDone(u32),
-    Arrive { link: u32, slot: u32, epoch: u32 },
+    Arrive {
+        link: u32,
+        slot: u32,
+        epoch: u32,
+    },
     Controls(u32),
+    /// A per-hop scheme's timer on a node.
+    Timer {
+        node: u32,
+        token: u64,
+    },
 }
 
 #[derive(Clone, Copy, Debug, Default)]
-struct Meta {
-    len: u32,
+pub(crate) struct Meta {
+    pub(crate) len: u32,
     /// Model time it entered the network.
-    t_in: u64,
-    dst_node: u32,
+    pub(crate) t_in: u64,
+    pub(crate) dst_node: u32,
     /// Order of entry within its flow and direction (reordering check at delivery).
-    entry: u64,
+    pub(crate) entry: u64,
     /// Flow index + 1 for the data direction, + 1 + 2^31 for the reverse; 0 none.
-    flow: u32,
+    pub(crate) flow: u32,
 }
 
 const REVERSE: u32 = 1 << 31;
@@ -202,12 +222,22 @@ pub struct Report {
     pub priority_set: bool,
     /// Per link: (from node, to node, counters, loss model name).
     pub links: Vec<(u32, u32, leoguard_net::LinkStats, &'static str)>,
+    /// What the per-hop scheme host did.
+    pub scheme_host: crate::schemes::HostStats,
+    /// The per-hop scheme's own counters summed over nodes (SATGUARD's or LinkGuardian's), by name.
+    pub scheme_counters: Vec<(&'static str, u64)>,
 }
 
 impl Report {
-    /// Packets neither delivered, nor dropped with a cause, nor still in flight: must be zero.
+    /// Packets neither delivered, nor dropped with a cause, nor taken by a per-hop scheme, nor still in
+    /// flight (counting those the schemes created): must be zero.
     pub fn unexplained(&self) -> i64 {
-        self.entered as i64 - self.delivered as i64 - self.drops.values().sum::<u64>() as i64 - self.in_flight as i64
+        let s = &self.scheme_host;
+        (self.entered + s.generated) as i64
+            - self.delivered as i64
+            - self.drops.values().sum::<u64>() as i64
+            - s.absorbed as i64
+            - self.in_flight as i64
     }
 }
 
@@ -246,16 +276,18 @@ struct Host {
 
 /// The data plane, opened and ready to run.
 pub struct DataPlane {
-    net: EmuNet,
+    pub(crate) net: EmuNet,
     hosts: Vec<Host>,
     /// host index by node.
     host_of: Vec<Option<usize>>,
     addr_node: HashMap<AddrKey, u32>,
     flows: Vec<FlowCfg>,
     cfg: EmuConfig,
-    bufs: Vec<u8>,
-    meta: Vec<Meta>,
-    free: Vec<u32>,
+    pub(crate) bufs: Vec<u8>,
+    pub(crate) meta: Vec<Meta>,
+    /// Per slot: the packet as the per-hop schemes see it (its scheme fields come from the bytes).
+    pub(crate) pkts: Vec<Packet>,
+    pub(crate) free: Vec<u32>,
     heap: BinaryHeap<Reverse<(u64, u64, EvKey)>>,
     evs: Vec<Ev>,
     free_ev: Vec<u32>,
@@ -264,17 +296,28 @@ pub struct DataPlane {
     /// Per link: Delay controls known for the future (time, delay), for ramps between steps.
     future_delays: Vec<VecDeque<(u64, Duration)>>,
     lost: Vec<u32>,
-    report: Report,
+    pub(crate) report: Report,
     /// CLOCK_MONOTONIC at model time 0.
     t0: u64,
+    /// The per-hop scheme's state: hooks by node, masters of retransmittable packets.
+    pub(crate) schemes: crate::schemes::SchemeHost,
+    /// Ids of flows the configuration does not name (ping, neighbour chatter), by 5-tuple.
+    extra_flows: HashMap<(u32, u32, u8, u16, u16), u32>,
 }
 
 /// Index of an event in `evs` (the heap orders (time, seq, key); the key is only a tie-free handle).
 type EvKey = u32;
 
 impl DataPlane {
-    /// Opens a TUN device in every host's namespace and prepares the network.
-    pub fn open(net: EmuNet, cfg: EmuConfig) -> Result<DataPlane, EmuError> {
+    /// Opens a TUN device in every host's namespace and prepares the network; `hooks` are the per-hop
+    /// scheme's hooks by node (leoguard-net's `build_hooks`), whose fields travel in `scheme`'s
+    /// Hop-by-Hop options.
+    pub fn open(
+        net: EmuNet,
+        cfg: EmuConfig,
+        hooks: leoguard_net::schemes::NodeHooks,
+        scheme: WireScheme,
+    ) -> Result<DataPlane, EmuError> {
         let bad = |field: &str, value: String, reason: &str| EmuError::Invalid {
             field: field.into(),
             value,
@@ -283,6 +326,7 @@ impl DataPlane {
         if cfg.pool_packets == 0 || cfg.pool_packets > 1 << 22 {
             return Err(bad("pool_packets", cfg.pool_packets.to_string(), "must be in [1, 4194304]"));
         }
+        let nodes = net.nodes;
         let mut host_of = vec![None; net.nodes];
         let mut addr_node = HashMap::new();
         let mut hosts = Vec::new();
@@ -320,6 +364,7 @@ impl DataPlane {
             flows: cfg.flows.clone(),
             bufs,
             meta: vec![Meta::default(); pool],
+            pkts: vec![Packet::default(); pool],
             free: (0..pool as u32).rev().collect(),
             heap: BinaryHeap::new(),
             evs: Vec::new(),
@@ -330,6 +375,8 @@ impl DataPlane {
             lost: Vec::new(),
             report: Report::default(),
             t0: 0,
+            schemes: crate::schemes::SchemeHost::new(hooks, scheme, nodes, cfg.retain_ms * 1_000_000),
+            extra_flows: HashMap::new(),
             cfg,
         };
         dp.report.flows = vec![FlowStats::default(); dp.flows.len()];
@@ -350,7 +397,7 @@ impl DataPlane {
         self.hosts.iter().map(|h| (h.node, h.tun.name.clone())).collect()
     }
 
-    fn push(&mut self, at: u64, ev: Ev) {
+    pub(crate) fn push(&mut self, at: u64, ev: Ev) {
         let key = match self.free_ev.pop() {
             Some(k) => {
                 self.evs[k as usize] = ev;
@@ -376,28 +423,26 @@ impl DataPlane {
         self.push(at, Ev::Controls(idx));
     }
 
-    fn drop_slot(&mut self, slot: u32, cause: Cause) {
+    pub(crate) fn drop_slot(&mut self, slot: u32, cause: Cause) {
         *self.report.drops.entry(cause).or_insert(0) += 1;
         self.free.push(slot);
     }
 
-    fn count_drop(&mut self, cause: Cause) {
+    pub(crate) fn count_drop(&mut self, cause: Cause) {
         *self.report.drops.entry(cause).or_insert(0) += 1;
     }
 
-    /// Offers the packet in `slot` at node `at` towards its destination, at model time `t`.
-    fn forward(&mut self, at: u32, slot: u32, t: u64) {
-        let dst = self.meta[slot as usize].dst_node;
-        if at == dst {
-            self.deliver(slot, t);
-            return;
-        }
-        let Some(link) = self.net.next_hop(at, dst) else {
-            self.drop_slot(slot, Cause::NoRoute);
-            return;
-        };
-        let size = self.meta[slot as usize].len;
-        match self.net.links[link.0 as usize].offer(Instant(t), slot, size, false) {
+    /// Puts the packet in `slot` on `link` at model time `t`, with its scheme fields written into
+    /// its Hop-by-Hop header; the link charges the larger of its real size and the size the scheme
+    /// modelled (an encapsulation the bytes do not carry).
+    pub(crate) fn put_on(&mut self, link: LinkId, slot: u32, t: u64) {
+        let size = self.stamp(slot, link).max(self.pkts[slot as usize].size);
+        match self.net.links[link.0 as usize].offer(
+            Instant(t),
+            slot,
+            size,
+            self.schemes.is_control(&self.pkts[slot as usize]),
+        ) {
             Offer::Dropped(s, why) => self.drop_slot(
                 s,
                 match why {
@@ -411,13 +456,16 @@ impl DataPlane {
         }
     }
 
-    fn deliver(&mut self, slot: u32, t: u64) {
-        let m = self.meta[slot as usize];
-        let Some(h) = self.host_of[m.dst_node as usize] else {
+    pub(crate) fn deliver(&mut self, slot: u32, t: u64) {
+        let Some(h) = self.host_of[self.meta[slot as usize].dst_node as usize] else {
             self.drop_slot(slot, Cause::NoRoute);
             return;
         };
         let off = slot as usize * SLOT;
+        // The scheme's header ends where the packet leaves the emulated network.
+        let len = crate::hbh::strip(&mut self.bufs[off..off + SLOT], self.meta[slot as usize].len as usize);
+        self.meta[slot as usize].len = len as u32;
+        let m = self.meta[slot as usize];
         // The departure time is when the packet is handed to the host (the write then runs the
         // host's receive path in the kernel, steered to other CPUs by RPS).
         let now = self.clock_model();
@@ -453,7 +501,7 @@ impl DataPlane {
         self.free.push(slot);
     }
 
-    fn clock_model(&self) -> u64 {
+    pub(crate) fn clock_model(&self) -> u64 {
         leoguard_os::monotonic_ns().saturating_sub(self.t0)
     }
 
@@ -525,9 +573,32 @@ impl DataPlane {
                 }
             }
             self.meta[slot as usize] = Meta { len: n as u32, t_in: t, dst_node: dst, entry, flow };
-            self.forward(src, slot, t);
+            let id = self.flow_id(flow, src, dst, &h);
+            let tc = if h.v6 { ((self.bufs[off] & 0x0f) << 4) | (self.bufs[off + 1] >> 4) } else { 0 };
+            self.pkts[slot as usize] = Packet {
+                flow: id,
+                seq: entry,
+                size: n as u32,
+                dst,
+                sent_at: Instant(t),
+                net: NetFields { tc, ..Default::default() },
+                ..Default::default()
+            };
+            self.keep_master(slot, t);
+            self.forward(src, slot, t, true);
         }
         true
+    }
+
+    /// The id per-hop schemes key a packet's flow by: each configured flow's two directions, then one
+    /// per other 5-tuple, in order of first sight.
+    fn flow_id(&mut self, flow: u32, src: u32, dst: u32, h: &packet::Header) -> u32 {
+        if flow != 0 {
+            return 2 * ((flow & !REVERSE) - 1) + u32::from(flow & REVERSE != 0);
+        }
+        let base = 2 * self.flows.len() as u32;
+        let n = self.extra_flows.len() as u32;
+        *self.extra_flows.entry((src, dst, h.proto, h.sport, h.dport)).or_insert(base + n)
     }
 
     fn apply(&mut self, a: Control, t: u64) {
@@ -557,6 +628,10 @@ impl DataPlane {
             self.drop_slot(s, Cause::Down);
         }
         self.lost = lost;
+        let (from, to) = (self.net.links[link.0 as usize].from.0, self.net.links[link.0 as usize].to.0);
+        for node in [from, to] {
+            self.with_hook(node, |a, c| a.on_link_state(link, up, c));
+        }
     }
 
     fn handle(&mut self, at: u64, ev: Ev) {
@@ -582,8 +657,9 @@ impl DataPlane {
                     self.push(t.as_nanos(), Ev::Arrive { link: l, slot: s, epoch });
                 }
                 self.report.packet_hops += 1;
-                self.forward(to, slot, at);
+                self.arrive_at(to, LinkId(l), slot, at);
             }
+            Ev::Timer { node, token } => self.with_hook(node, |a, c| a.on_timer(token, c)),
             Ev::Controls(i) => {
                 let actions = self.batches[i as usize].take().unwrap_or_default();
                 for a in actions {
@@ -703,7 +779,9 @@ impl DataPlane {
             let _ = h.join();
         }
         self.report.elapsed_ns = self.clock_model().min(end);
-        self.report.in_flight = (self.cfg.pool_packets - self.free.len()) as u64;
+        self.report.scheme_host = self.schemes.stats;
+        self.report.in_flight = (self.cfg.pool_packets - self.free.len()) as u64 - self.schemes.stats.masters_live;
+        self.report.scheme_counters = self.schemes.counters();
         self.report.cpu_s = leoguard_os::cpu_seconds() - cpu0;
         self.report.links = self
             .net

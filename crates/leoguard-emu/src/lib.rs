@@ -5,10 +5,12 @@
 //! namespaces, starts the tools and collects the results; see docs/emulator.md.
 
 pub mod dataplane;
+pub mod hbh;
 pub mod hist;
 pub mod net;
 pub mod packet;
 pub mod report;
+pub mod schemes;
 
 pub use dataplane::{DataPlane, EmuConfig, EmuError, Report};
 pub use net::EmuNet;

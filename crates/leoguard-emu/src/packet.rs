@@ -25,6 +25,8 @@ pub struct Header {
     pub dport: u16,
     /// Whether the destination is a multicast address.
     pub multicast: bool,
+    /// IPv6 (else IPv4).
+    pub v6: bool,
 }
 
 const HOP_BY_HOP: u8 = 0;
@@ -68,7 +70,7 @@ pub fn parse(p: &[u8]) -> Option<Header> {
         }
         _ => (0, 0),
     };
-    Some(Header { src, dst, proto, sport, dport, multicast })
+    Some(Header { src, dst, proto, sport, dport, multicast, v6: version == 6 })
 }
 
 #[cfg(test)]
@@ -84,7 +86,7 @@ mod tests {
         v6[39] = 2;
         v6[40..44].copy_from_slice(&[0x13, 0x88, 0x14, 0x51]);
         let h = parse(&v6).unwrap();
-        assert_eq!((h.src, h.dst, h.proto, h.sport, h.dport, h.multicast), (1, 2, 17, 5000, 5201, false));
+        assert_eq!((h.src, h.dst, h.proto, h.sport, h.dport, h.multicast, h.v6), (1, 2, 17, 5000, 5201, false, true));
         let mut v4 = vec![0u8; 40];
         v4[0] = 0x45;
         v4[9] = 6;

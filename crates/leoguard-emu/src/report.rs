@@ -47,6 +47,12 @@ pub fn to_json(r: &Report, late_us: u64) -> Value {
         "realtime_ok": realtime_ok,
         "cpu_s": r.cpu_s,
         "busy_s": r.busy_ns as f64 / 1e9,
+        "scheme": r.scheme_counters.iter().map(|(k, v)| ((*k).to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "scheme_host": {
+            "generated": r.scheme_host.generated, "absorbed": r.scheme_host.absorbed,
+            "masters_evicted_early": r.scheme_host.masters_evicted_early,
+            "retx_without_bytes": r.scheme_host.retx_without_bytes, "unstamped": r.scheme_host.unstamped,
+        },
         "driver_error": r.driver_error,
         "priority_set": r.priority_set,
         "flows": r.flows.iter().map(|f| json!({
@@ -90,7 +96,7 @@ pub fn serve(
 }
 
 /// Every drop cause, for documentation and tests.
-pub const CAUSES: [Cause; 10] = [
+pub const CAUSES: [Cause; 11] = [
     Cause::Queue,
     Cause::Loss,
     Cause::Down,
@@ -101,4 +107,5 @@ pub const CAUSES: [Cause; 10] = [
     Cause::TooBig,
     Cause::PoolExhausted,
     Cause::TunWrite,
+    Cause::RetxEvicted,
 ];

@@ -5,16 +5,40 @@
 use crate::sim::scenario;
 use crate::LeoguardError;
 use leoguard_emu::{DataPlane, EmuConfig, EmuNet};
+use leoguard_net::schemes::wire::WireScheme;
+use leoguard_net::schemes::{build_hooks, hooked_nodes, HopScheme, NodeHooks};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-fn build(spec: &Bound<'_, PyDict>) -> PyResult<(EmuNet, leoguard_core::Duration)> {
+/// The emulated network of a scenario, with its per-hop scheme's hooks (the simulator's own, built by
+/// leoguard-net for the same nodes) and the options their fields travel in.
+struct Built {
+    net: EmuNet,
+    duration: leoguard_core::Duration,
+    hooks: NodeHooks,
+    wire: WireScheme,
+}
+
+fn build(spec: &Bound<'_, PyDict>) -> PyResult<Built> {
     let s = scenario(spec)?;
     s.validate().map_err(|e| LeoguardError::new_err(e.to_string()))?;
     let mut net = EmuNet::new(s.nodes as usize, s.seed);
     let ends: Vec<u32> = s.flows.iter().flat_map(|f| [f.src, f.dst]).collect();
-    s.topology().build(&mut net, &ends, &[]).map_err(|e| LeoguardError::new_err(e.to_string()))?;
-    Ok((net, s.duration))
+    let built = s.topology().build(&mut net, &ends, &[]).map_err(|e| LeoguardError::new_err(e.to_string()))?;
+    let (scheme, wire) = match (&s.satguard, &s.linkguardian) {
+        (Some(o), _) => (Some(HopScheme::Satguard(*o)), WireScheme::Satguard),
+        (None, Some(o)) => (Some(HopScheme::LinkGuardian(*o)), WireScheme::LinkGuardian),
+        (None, None) => (None, WireScheme::None),
+    };
+    let hooks = match scheme {
+        Some(sc) => {
+            let hooked = hooked_nodes(s.nodes, s.constellation.as_ref());
+            build_hooks(sc, &net.links, net.nodes, built.info.as_ref(), &hooked)
+                .map_err(|(f, e)| LeoguardError::new_err(format!("invalid {f}: {e}")))?
+        }
+        None => Vec::new(),
+    };
+    Ok(Built { net, duration: s.duration, hooks, wire })
 }
 
 /// A path's links as (from, to, rate_bps, delay_ns).
@@ -25,7 +49,7 @@ type PathLinks = Vec<(u32, u32, u64, u64)>;
 #[pyfunction]
 fn emu_check(spec: &Bound<'_, PyDict>) -> PyResult<Vec<Option<PathLinks>>> {
     let s = scenario(spec)?;
-    let (net, _) = build(spec)?;
+    let net = build(spec)?.net;
     Ok(s.flows
         .iter()
         .map(|f| {
@@ -49,8 +73,9 @@ fn emu_check(spec: &Bound<'_, PyDict>) -> PyResult<Vec<Option<PathLinks>>> {
 fn emu_dataplane(py: Python<'_>, spec: &Bound<'_, PyDict>, cfg_json: &str) -> PyResult<String> {
     let cfg: EmuConfig =
         serde_json::from_str(cfg_json).map_err(|e| LeoguardError::new_err(format!("invalid emulator config: {e}")))?;
-    let (net, duration) = build(spec)?;
-    let dp = DataPlane::open(net, cfg).map_err(|e| LeoguardError::new_err(e.to_string()))?;
+    let b = build(spec)?;
+    let duration = b.duration;
+    let dp = DataPlane::open(b.net, cfg, b.hooks, b.wire).map_err(|e| LeoguardError::new_err(e.to_string()))?;
     leoguard_os::install_signal_handlers().map_err(|e| LeoguardError::new_err(format!("signal handlers: {e}")))?;
     py.allow_threads(|| {
         let stdin = std::io::stdin();

@@ -8,14 +8,12 @@
 //! hook stamped them). A packet the link's queue turns away, or offered to a link that is down, never
 //! reaches the wire and is not recorded; one the loss model drops was sent and is.
 
-use crate::engine::{NodeId, Packet, NET_CONTROL, NET_FSEQ, NET_HSEQ, NET_MIGRATED, NET_RETX, NET_SR};
+use crate::engine::{NodeId, Packet, NET_CONTROL, NET_RETX, NET_SR};
 use crate::tcp_agent::FLAG_ACK;
-use leoguard_core::{Instant, Seq16};
+use leoguard_core::Instant;
 use leoguard_wire::udp::ipv6_pseudo_checksum;
 use leoguard_wire::{
-    is_delay_sensitive_tc, HbhRepr, Ipv6Packet, Ipv6Repr, LinkGuardianAck, LinkGuardianLoss, LinkGuardianSeq,
-    PcapWriter, SatguardFlow, SatguardHack, SatguardHop, UdpPacket, WireError, HACK_HOP_LIMIT, NEXT_HEADER_NONE,
-    NEXT_HEADER_UDP,
+    HbhRepr, Ipv6Packet, Ipv6Repr, PcapWriter, UdpPacket, WireError, HACK_HOP_LIMIT, NEXT_HEADER_NONE, NEXT_HEADER_UDP,
 };
 use std::net::Ipv6Addr;
 
@@ -36,8 +34,7 @@ pub const INITIAL_HOP_LIMIT: u8 = 64;
 pub const PORT_BASE: u16 = 49_152;
 
 const TCP_FLAG_ACK: u8 = 0x10;
-/// Destination of link-local control packets in the simulator (they are never routed).
-const LINK_LOCAL_DST: u32 = u32::MAX;
+use leoguard_net::schemes::wire::{self, LINK_LOCAL_DST};
 
 /// Where to capture and how much (a scenario's `capture`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,17 +171,8 @@ impl CaptureTap {
     }
 }
 
-/// The per-hop scheme whose fields the packets carry (the simulator's `NET_HSEQ` is SATGUARD's HSeq
-/// or LinkGuardian's sequence number; control packets are HAcks or LinkGuardian ACKs and dummies).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scheme {
-    /// No per-hop scheme: no Hop-by-Hop header.
-    None,
-    /// SATGUARD: HSeq, FSeq, HAck options.
-    Satguard,
-    /// LinkGuardian: seq and ACK options.
-    LinkGuardian,
-}
+/// Which scheme's options a capture writes (leoguard-net's `WireScheme`).
+pub use leoguard_net::schemes::wire::WireScheme as Scheme;
 
 /// The transport a flow's packets carry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -229,46 +217,10 @@ pub fn flow_ports(flow: u32) -> (u16, u16) {
     (p, p + 1)
 }
 
-/// The SATGUARD HAck a control packet carries: the simulator packs it as
-/// `ack = start | end << 16 | beam << 32` (schemes/satguard `on_arrive`).
-fn satguard_hack(r: &CaptureRecord) -> SatguardHack {
-    SatguardHack { cum_start: Seq16(r.ack as u16), cum_end: Seq16((r.ack >> 16) as u16), beam: (r.ack >> 32) as u16 }
-}
-
-/// The LinkGuardian ACK a control packet carries: the simulator packs it as
-/// `leading_ack | first_lost << 16 | hole_size << 32 | loss << 48` (schemes/linkguardian `encode_ack`).
-fn linkguardian_ack(r: &CaptureRecord) -> LinkGuardianAck {
-    let loss = ((r.ack >> 48) & 1 == 1)
-        .then_some(LinkGuardianLoss { first_lost: Seq16((r.ack >> 16) as u16), hole_size: (r.ack >> 32) as u16 });
-    LinkGuardianAck { leading_ack: Seq16(r.ack as u16), loss }
-}
-
-/// The Hop-by-Hop header of a data packet, if it carries any scheme field.
+/// The Hop-by-Hop header of a data packet, if it carries any scheme field (leoguard-net's mapping,
+/// which the emulator writes into real packets too).
 fn data_hbh(r: &CaptureRecord, scheme: Scheme, next_header: u8) -> Option<HbhRepr> {
-    let mut h = HbhRepr::new(next_header);
-    let f = r.net_flags;
-    match scheme {
-        Scheme::None => {}
-        Scheme::Satguard => {
-            if f & NET_HSEQ != 0 {
-                h.hop = Some(SatguardHop {
-                    hseq: Seq16(r.hseq),
-                    retransmission: f & NET_RETX != 0,
-                    migrated: f & NET_MIGRATED != 0,
-                });
-            }
-            if f & NET_FSEQ != 0 {
-                h.flow = Some(SatguardFlow { fseq: Seq16(r.fseq), delay_sensitive: is_delay_sensitive_tc(r.tc) });
-            }
-        }
-        Scheme::LinkGuardian => {
-            if f & NET_HSEQ != 0 {
-                h.lg_seq =
-                    Some(LinkGuardianSeq { seq: Seq16(r.hseq), retransmission: f & NET_RETX != 0, dummy: false });
-            }
-        }
-    }
-    (h.options().next().is_some()).then_some(h)
+    wire::data_hbh(scheme, r.net_flags, r.hseq, r.fseq, r.tc, next_header)
 }
 
 /// Reused buffers of the conversion.
@@ -381,22 +333,12 @@ fn convert(s: &mut Scratch, r: &CaptureRecord, flows: &[FlowEnds], scheme: Schem
     };
     let control = r.net_flags & NET_CONTROL != 0;
     if control && r.dst == LINK_LOCAL_DST {
-        let mut hbh = HbhRepr::new(NEXT_HEADER_NONE);
-        let header = match scheme {
-            Scheme::Satguard => {
-                let hack = satguard_hack(r);
-                hbh.hack = Some(hack);
-                Ipv6Packet::hack(from, to, hack)?.header
-            }
-            Scheme::LinkGuardian if r.net_flags & NET_HSEQ != 0 => {
-                hbh.lg_seq = Some(LinkGuardianSeq { seq: Seq16(r.hseq), retransmission: false, dummy: true });
-                link_local(r.tc)
-            }
-            Scheme::LinkGuardian => {
-                hbh.lg_ack = Some(linkguardian_ack(r));
-                link_local(r.tc)
-            }
-            Scheme::None => return assemble(s, r, link_local(r.tc), None, None),
+        let Some(hbh) = wire::control_hbh(scheme, r.net_flags, r.hseq, r.ack, NEXT_HEADER_NONE) else {
+            return assemble(s, r, link_local(r.tc), None, None);
+        };
+        let header = match hbh.hack {
+            Some(hack) => Ipv6Packet::hack(from, to, hack)?.header,
+            None => link_local(r.tc),
         };
         return assemble(s, r, header, Some(hbh), None);
     }
@@ -482,8 +424,10 @@ pub fn to_pcap(records: &[CaptureRecord], flows: &[FlowEnds], scheme: Scheme, sn
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::NetFields;
+    use crate::engine::{NetFields, NET_FSEQ, NET_HSEQ};
+    use leoguard_core::Seq16;
     use leoguard_wire::{Ipv6Packet, TC_DELAY_SENSITIVE};
+    use leoguard_wire::{LinkGuardianLoss, LinkGuardianSeq, SatguardFlow, SatguardHack, SatguardHop};
 
     const FLOWS: [FlowEnds; 2] = [
         FlowEnds { src: 0, dst: 3, transport: Transport::Udp },

@@ -1,6 +1,7 @@
-"""The data-plane process: `python -m leoguard.emu.dataplane SPEC.json CONFIG.json`.
+"""The data-plane process: `python -m leoguard.emu.dataplane SCENARIO.json BASE_DIR CONFIG.json`.
 
-It builds the scenario's network with the simulator's own validation and leoguard-net's topology code,
+It resolves the scenario (a validated model, as JSON; trace files relative to BASE_DIR) the way the
+simulator does, builds its network with the simulator's own validation and leoguard-net's topology code,
 opens a TUN device in every host's namespace, and then speaks the protocol of
 `crates/leoguard-emu/src/report.rs` on stdin/stdout (ready, `go T0`, results). A problem before the
 run prints one JSON line `{"error": ...}` and exits with status 2."""
@@ -9,21 +10,26 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from leoguard import _core
+from leoguard.errors import LeoguardError
+from leoguard.scenario import from_dict
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print(json.dumps({"error": "usage: python -m leoguard.emu.dataplane SPEC.json CONFIG.json"}), flush=True)
+    if len(argv) != 3:
+        usage = "usage: python -m leoguard.emu.dataplane SCENARIO.json BASE_DIR CONFIG.json"
+        print(json.dumps({"error": usage}), flush=True)
         return 2
     try:
         with open(argv[0], encoding="utf-8") as f:
-            spec = json.load(f)
-        with open(argv[1], encoding="utf-8") as f:
+            scenario = from_dict(json.load(f), argv[0])
+        spec = scenario.to_core(Path(argv[1]))
+        with open(argv[2], encoding="utf-8") as f:
             cfg = f.read()
         _core.emu_dataplane(spec, cfg)
-    except (OSError, ValueError, _core.LeoguardError) as e:
+    except (OSError, ValueError, LeoguardError) as e:
         print(json.dumps({"error": str(e)}), flush=True)
         return 2
     return 0

@@ -30,6 +30,8 @@ KERNEL_CC = {"cubic": "cubic", "bbr": "bbr", "reno": "reno", "newreno": "reno"}
 """Scenario congestion controls the kernel has (Linux's reno is NewReno with SACK)."""
 
 BASE_PORT = 5201
+TC_EF = 0xB8
+"""IPv6 Traffic Class of delay-sensitive flows (DSCP EF): what SATGUARD processes (§3.5)."""
 
 
 def _need(tool: str, package: str) -> str:
@@ -54,7 +56,7 @@ def check(scenario: Scenario, spec: dict[str, Any]) -> list[list[tuple[int, int,
             raise LeoguardError(
                 f"invalid flows[{i}].cc = {f.cc}: the kernel has cubic, bbr and reno (newreno maps to reno)"
             )
-    for name in ("satguard", "linkguardian", "mpep", "tambur", "liquid", "capture"):
+    for name in ("mpep", "tambur", "liquid", "capture"):
         if getattr(scenario, name) is not None:
             raise LeoguardError(f"invalid [{name}]: not available on the emulator yet (docs/emulator.md, status)")
     try:
@@ -281,7 +283,10 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
     idle_guard = _no_deep_idle()
     low_latency = idle_guard.__enter__()
     try:
-        lab.create(ends, scenario.emu.mtu)
+        # The per-hop scheme's options grow every packet on the emulated links: the hosts send that
+        # much less, so no emulated link carries more than emu.mtu bytes.
+        overhead = 16 if scenario.satguard is not None else 8 if scenario.linkguardian is not None else 0
+        lab.create(ends, scenario.emu.mtu - overhead)
         cpu = scenario.emu.cpu if scenario.emu.cpu is not None else max(os.sched_getaffinity(0))
         _Proc.cpus = _app_cpus(cpu)
         cfg = {
@@ -303,11 +308,15 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
             "pool_packets": scenario.emu.pool_packets,
             "late_us": scenario.emu.late_us,
         }
-        (wdir / "spec.json").write_text(json.dumps(spec))
+        # The data plane resolves the scenario itself (a constellation is an object, not JSON).
+        (wdir / "scenario.json").write_text(scenario.model_dump_json())
         (wdir / "emu.json").write_text(json.dumps(cfg))
         with open(wdir / "dataplane.err", "wb") as err:
             dp = subprocess.Popen(
-                [sys.executable, "-m", "leoguard.emu.dataplane", str(wdir / "spec.json"), str(wdir / "emu.json")],
+                [
+                    sys.executable, "-m", "leoguard.emu.dataplane", str(wdir / "scenario.json"),
+                    str(base_dir or Path.cwd()), str(wdir / "emu.json"),
+                ],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True,
             )  # fmt: skip
         lab.add_child(dp.pid)
@@ -406,13 +415,17 @@ def _start_clients(
                 args += ["-b", f"{f.rate_mbps}M"]
             if scenario.emu.omit_s > 0:
                 args += ["-O", f"{scenario.emu.omit_s:g}"]
+            if f.delay_sensitive:
+                args += ["-S", str(TC_EF)]
         else:
             args = [sys.executable, "-m", "leoguard.emu.udpprobe", "send", v6_addr(dst), port]
-            args += [str(f.rate_mbps * 1e6), str(f.size), f"{run_s:.3f}"]
+            args += [str(f.rate_mbps * 1e6), str(f.size), f"{run_s:.3f}", str(TC_EF if f.delay_sensitive else 0)]
         procs.append((f"client{i}", _Proc(lab, src, args, wdir, f"client{i}", realtime=f.kind == "cbr")))
         if scenario.emu.ping_interval_ms is not None:
             count = max(1, int(run_s * 1000 / scenario.emu.ping_interval_ms))
             ping = ["ping", "-6", "-n", "-i", f"{scenario.emu.ping_interval_ms / 1000:.3f}", "-c", str(count)]
+            if f.delay_sensitive:
+                ping += ["-Q", str(TC_EF)]
             procs.append((f"ping{i}", _Proc(lab, src, [*ping, v6_addr(dst)], wdir, f"ping{i}")))
     return procs
 

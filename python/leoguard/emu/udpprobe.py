@@ -2,7 +2,7 @@
 CLOCK_MONOTONIC send time (the clock is shared by every namespace of the machine), `recv` records
 (seq, sent_ns, received_ns) per datagram, so endpoint loss and one-way delay are measured per packet.
 
-    python -m leoguard.emu.udpprobe send DST_ADDR PORT RATE_BPS SIZE DURATION_S
+    python -m leoguard.emu.udpprobe send DST_ADDR PORT RATE_BPS SIZE DURATION_S [TRAFFIC_CLASS]
     python -m leoguard.emu.udpprobe recv BIND_ADDR PORT DURATION_S OUT_FILE
 
 The receiver writes a JSON object {"sent_by_seq_max", "records": [[seq, sent_ns, recv_ns], ...]}; the
@@ -20,9 +20,14 @@ import time
 HEADER = struct.Struct("!QQ")
 
 
-def send(dst: str, port: int, rate_bps: float, size: int, duration_s: float) -> int:
+def send(dst: str, port: int, rate_bps: float, size: int, duration_s: float, tclass: int = 0) -> int:
     fam = socket.AF_INET6 if ":" in dst else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_DGRAM)
+    if tclass:
+        if fam == socket.AF_INET6:
+            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, tclass)
+        else:
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tclass)
     # Payload size so the IP packet is `size` bytes (IPv6 + UDP headers: 48, IPv4: 28).
     overhead = 48 if fam == socket.AF_INET6 else 28
     payload = bytearray(max(HEADER.size, size - overhead))
@@ -72,8 +77,9 @@ def recv(bind: str, port: int, duration_s: float, out: str) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if argv and argv[0] == "send" and len(argv) == 6:
-        return send(argv[1], int(argv[2]), float(argv[3]), int(argv[4]), float(argv[5]))
+    if argv and argv[0] == "send" and len(argv) in (6, 7):
+        tclass = int(argv[6]) if len(argv) == 7 else 0
+        return send(argv[1], int(argv[2]), float(argv[3]), int(argv[4]), float(argv[5]), tclass)
     if argv and argv[0] == "recv" and len(argv) == 5:
         return recv(argv[1], int(argv[2]), float(argv[3]), argv[4])
     print(__doc__, file=sys.stderr)

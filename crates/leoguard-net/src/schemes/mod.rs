@@ -38,6 +38,7 @@ macro_rules! counters {
 
 pub mod linkguardian;
 pub mod satguard;
+pub mod wire;
 
 use crate::host::Agent;
 use crate::link::Link;
