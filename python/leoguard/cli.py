@@ -33,6 +33,8 @@ emu_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(emu_app, name="emu")
+validate_app = typer.Typer(help="Cross-validation of the engines.", no_args_is_help=True)
+app.add_typer(validate_app, name="validate")
 console = Console()
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
@@ -625,6 +627,29 @@ class _EmuView:
         self.simulated_s = res.emulator["elapsed_s"]
         self.wall_s = res.wall_s
         self.packet_hops = res.emulator["packet_hops"]
+
+
+@validate_app.command("sim-vs-emu")
+def validate_sim_vs_emu(
+    quick: Annotated[bool, typer.Option("--quick", help="Only the clean CUBIC chain, 6 s (a smoke run).")] = False,
+    write: Annotated[Path | None, typer.Option("--write", help="Also write the markdown table to this file.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the fixed cross-validation set on the simulator and on the emulator (root): a 3 x 20 Mbit/s
+    chain with 60 ms RTT at 0, 0.1 and 1 % loss for cubic, bbr and reno, the two-path switching scenario
+    and New York - London over Starlink shell 1. Prints goodput, retransmissions and OWD p50/p99 side by
+    side (--json: rows {scenario, cc, metric, sim, emu, diff, flag}); differences above 15 % are flagged."""
+    from leoguard.validate import sim_vs_emu, to_markdown
+
+    err = Console(stderr=True)
+    rows = sim_vs_emu(quick, progress=None if as_json else (lambda m: err.print(f"[dim]{m}[/]")))
+    md = to_markdown(rows)
+    if write is not None:
+        write.write_text(md)
+    if as_json:
+        _emit(rows)
+    else:
+        console.print(md)
 
 
 @emu_app.command("cleanup")
