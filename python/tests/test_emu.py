@@ -265,3 +265,35 @@ def test_satguard_and_linkguardian_run_on_the_real_packets():
         assert e["scheme_host"]["unstamped"] == 0 and e["scheme_host"]["retx_without_bytes"] == 0
         assert e["drops_unexplained"] == 0, e
     assert _leftovers() == []
+
+
+def test_a_web_flow_loads_corpus_pages_in_real_chromium_across_the_emulated_path():
+    """A `web` flow in `emulate`: nginx (h2, TLS 1.3) in the server's namespace, headless Chromium in the
+    client's, every page's objects fetched across two 10 ms links: PLT above the 4-RTT floor of a TLS 1.3
+    page (handshake, root, one level of children), Speed Index not above PLT, the bytes as the corpus."""
+    _require_root()
+    from leoguard.web import page_objects
+
+    sc = from_dict(
+        {
+            "name": "emu-web",
+            "duration_s": 12.0,
+            "links": [
+                {"a": 0, "b": 1, "rate_mbps": 20, "delay_ms": 10},
+                {"a": 1, "b": 2, "rate_mbps": 20, "delay_ms": 10},
+            ],
+            "flows": [{"kind": "web", "src": 0, "dst": 2, "pages": [1], "corpus_seed": 42}],
+        }
+    )
+    r = emulate(sc)
+    assert len(r.web) == 1, r.web
+    w = r.web.row(0, named=True)
+    assert w["error"] is None and w["protocol"] == "h2", w
+    assert w["plt_s"] > 4 * 0.040, w
+    assert 0 < w["speed_index_s"] <= w["plt_s"] * 1.05 + 0.1, w
+    objs = page_objects(42, 1)
+    assert w["requests"] == len(objs)
+    assert w["bytes"] >= int(objs["size"].sum())
+    assert r.summary()["web"][0]["finished"] == 1
+    assert r.emulator["drops_unexplained"] == 0
+    assert _leftovers() == []

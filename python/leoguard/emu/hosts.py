@@ -136,6 +136,8 @@ class Host:
     tun: str
     addrs: list[str]
     cc: str
+    cc_in_effect: str | None = None
+    """The namespace's default TCP congestion control as read back after setting it."""
 
     @property
     def netns_path(self) -> str:
@@ -196,6 +198,10 @@ class Lab:
                 # (iperf3 -C), which root may always do, so this one is best effort.
                 with contextlib.suppress(LeoguardError):
                     _write_sysctl("net.ipv4.tcp_congestion_control", cc)
+                with contextlib.suppress(OSError):
+                    self.hosts[node].cc_in_effect = (
+                        Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+                    )
             finally:
                 netns.popns()
         self.mtu = mtu

@@ -30,6 +30,7 @@ KERNEL_CC = {"cubic": "cubic", "bbr": "bbr", "reno": "reno", "newreno": "reno"}
 """Scenario congestion controls the kernel has (Linux's reno is NewReno with SACK)."""
 
 BASE_PORT = 5201
+_WEB_SITES: dict[int, Any] = {}
 TC_EF = 0xB8
 """IPv6 Traffic Class of delay-sensitive flows (DSCP EF): what SATGUARD processes (§3.5)."""
 
@@ -47,11 +48,13 @@ def check(scenario: Scenario, spec: dict[str, Any]) -> list[list[tuple[int, int,
     """Everything the simulator rejects, and what the emulator cannot do, as field-named errors;
     returns each flow's path at t = 0 as (from, to, rate_bps, delay_ns) links."""
     for i, f in enumerate(scenario.flows):
-        if f.kind in ("webrtc", "web"):
+        if f.kind == "webrtc":
             raise LeoguardError(
-                f"invalid flows[{i}].kind = {f.kind}: the emulator runs tcp and cbr flows (web in real browsers "
-                "and WebRTC on real packets are not built yet)"
+                f"invalid flows[{i}].kind = {f.kind}: the emulator runs tcp, cbr and web flows (WebRTC on real "
+                "packets is not built yet)"
             )
+        if f.kind == "web" and f.http != "2":
+            raise LeoguardError(f"invalid flows[{i}].http = {f.http}: the emulator's web server speaks HTTP/2 only")
         if f.kind == "tcp" and f.cc not in KERNEL_CC:
             raise LeoguardError(
                 f"invalid flows[{i}].cc = {f.cc}: the kernel has cubic, bbr and reno (newreno maps to reno)"
@@ -73,9 +76,14 @@ def check(scenario: Scenario, spec: dict[str, Any]) -> list[list[tuple[int, int,
                 raise LeoguardError(f"invalid flows[{i}]: no route from its src to its dst at t = 0")
             continue
         bottleneck = min(link[2] for link in p)
-        rate = (f.rate_mbps * 1e6 if f.rate_mbps is not None else bottleneck) if f.kind == "tcp" else f.rate_mbps * 1e6
+        if f.kind == "web":
+            rate = bottleneck
+        elif f.kind == "tcp":
+            rate = f.rate_mbps * 1e6 if f.rate_mbps is not None else bottleneck
+        else:
+            rate = f.rate_mbps * 1e6
         pps = min(rate, bottleneck) / mss_bits
-        need += pps * len(p) * (1.5 if f.kind == "tcp" else 1.0)
+        need += pps * len(p) * (1.5 if f.kind in ("tcp", "web") else 1.0)
     if need > scenario.emu.max_packet_hops_per_s:
         raise LeoguardError(
             f"the scenario cannot run in real time: its flows need about {need:,.0f} packet-hops/s and the data "
@@ -101,6 +109,9 @@ class EmuResults:
     meta: dict[str, Any] = field(default_factory=dict)
     tools: dict[str, Any] = field(default_factory=dict)
     complete: bool = True
+    web: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """Page loads of web flows in real Chromium: flow, page, plt_s, speed_index_s, requests, bytes,
+    protocol, error (docs/emu-web.md)."""
 
     def summary(self) -> dict[str, Any]:
         """The object `leoguard run --json` prints, plus `emulator`."""
@@ -136,6 +147,7 @@ class EmuResults:
                 "drops_queue": int(self.links["drops_queue"].sum()) if len(self.links) else 0,
                 "drops_down": int(self.links["drops_down"].sum()) if len(self.links) else 0,
             },
+            **({"web": self.web_summary()} if len(self.web) else {}),
             "emulator": {
                 "timing_error_us": self.emulator["timing_error_us"],
                 "realtime_ok": self.emulator["realtime_ok"],
@@ -145,12 +157,25 @@ class EmuResults:
             },
         }
 
+    def web_summary(self) -> list[dict[str, Any]]:
+        """Per web flow: loads, finished loads, mean and median PLT and Speed Index (finished loads)."""
+        g = self.web.group_by("flow", maintain_order=True).agg(
+            pl.len().alias("loads"),
+            pl.col("plt_s").count().alias("finished"),
+            pl.col("plt_s").mean().alias("plt_mean_s"),
+            pl.col("plt_s").median().alias("plt_median_s"),
+            pl.col("speed_index_s").mean().alias("speed_index_mean_s"),
+            pl.col("speed_index_s").median().alias("speed_index_median_s"),
+        )
+        rows = g.iter_rows(named=True)
+        return [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()} for r in rows]
+
     def write(self, directory: str | Path) -> dict[str, Path]:
         """Parquet per table and run.json (scenario, engine, emulator figures, the tools' raw reports)."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         out = {}
-        for name in ("flows", "links", "pings", "packets"):
+        for name in ("flows", "links", "pings", "packets", "web"):
             p = d / f"{name}.parquet"
             getattr(self, name).write_parquet(p)
             out[name] = p
@@ -282,6 +307,8 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
     dp: subprocess.Popen[str] | None = None
     idle_guard = _no_deep_idle()
     low_latency = idle_guard.__enter__()
+    stack = contextlib.ExitStack()
+    old_affinity = os.sched_getaffinity(0)
     try:
         # The per-hop scheme's options grow every packet on the emulated links: the hosts send that
         # much less, so no emulated link carries more than emu.mtu bytes.
@@ -289,12 +316,17 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
         lab.create(ends, scenario.emu.mtu - overhead)
         cpu = scenario.emu.cpu if scenario.emu.cpu is not None else max(os.sched_getaffinity(0))
         _Proc.cpus = _app_cpus(cpu)
+        # What this process starts itself (the browser of web flows) stays off the data plane's CPU too.
+        os.sched_setaffinity(0, _Proc.cpus)
         cfg = {
             "hosts": [
                 {"node": h.node, "netns": h.netns_path, "tun": h.tun, "addrs": h.addrs} for h in lab.hosts.values()
             ],
             "flows": [
-                {
+                # A web flow's data are the server's responses (any TCP port between the two hosts).
+                {"id": i, "src": fc["dst"], "dst": fc["src"], "proto": 6, "port": 0}
+                if f.kind == "web"
+                else {
                     "id": i,
                     "src": fc["src"],
                     "dst": fc["dst"],
@@ -326,7 +358,7 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
         if "error" in msg:
             raise LeoguardError(f"the emulator's data plane did not start: {msg['error'].strip()}")
         lab.configure(_Proc.cpus)
-        procs = _start_servers(scenario, flows, lab, wdir)
+        procs = _start_servers(scenario, flows, lab, wdir, stack)
         backlog0 = softnet_drops()
         t0 = time.monotonic_ns() + 200_000_000
         dp.stdin.write(f"go {t0}\n")
@@ -358,20 +390,62 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
         if dp is not None and dp.poll() is None:
             dp.kill()
             dp.wait()
+        stack.close()
         lab.close()
         idle_guard.__exit__(None, None, None)
+        os.sched_setaffinity(0, old_affinity)
     wall = time.perf_counter() - t_wall
-    res = _results(scenario, spec, emu, outputs, wall)
+    res = _results(scenario, spec, emu, outputs, wall, {n: h.cc_in_effect for n, h in lab.hosts.items()})
     if own is not None:
         own.cleanup()
     return res
 
 
-def _start_servers(scenario: Scenario, flows: list[dict[str, Any]], lab: Lab, wdir: Path) -> list[tuple[str, _Proc]]:
+class _WebLoads:
+    """A web flow's page loads in real Chromium (leoguard.emu.web), one after another on a thread, until
+    the run's sending time is over; pages not started by then get an error row."""
+
+    def __init__(self, lab: Lab, flow: int, src: int, dst: int, pages: list[int], deadline_ns: int):
+        import threading
+
+        self.rows: list[dict[str, Any]] = []
+        self.p = self  # what `finish` callers expect of a tool
+        self._t = threading.Thread(target=self._run, args=(lab, flow, src, dst, pages, deadline_ns), daemon=True)
+        self._t.start()
+
+    def _run(self, lab: Lab, flow: int, src: int, dst: int, pages: list[int], deadline_ns: int) -> None:
+        from leoguard.emu.web import load_pages
+
+        site = _WEB_SITES[flow]
+        for page in pages:
+            left = (deadline_ns - time.monotonic_ns()) / 1e9
+            if left < 2.0:
+                self.rows.append({"page": page, "error": "the run ended before this page was loaded"})
+                continue
+            try:
+                self.rows.extend(load_pages(lab.hosts[src].netns, v6_addr(dst), site, [page], timeout_s=left))
+            except LeoguardError as e:
+                self.rows.append({"page": page, "error": str(e)})
+
+    def finish(self, timeout: float) -> tuple[int | None, str, str]:
+        self._t.join(max(0.0, timeout))
+        return (0 if not self._t.is_alive() else None, json.dumps(self.rows), "")
+
+
+def _start_servers(
+    scenario: Scenario, flows: list[dict[str, Any]], lab: Lab, wdir: Path, stack: contextlib.ExitStack
+) -> list[tuple[str, _Proc]]:
     procs = []
     for i, (f, fc) in enumerate(zip(scenario.flows, flows, strict=True)):
         port = BASE_PORT + i
         dst = fc["dst"]
+        if f.kind == "web":
+            from leoguard.emu.web import WebServer, materialise_site
+
+            site = materialise_site(f.corpus_seed, f.page_list(), wdir / f"site{i}")
+            stack.enter_context(WebServer(lab.hosts[dst].netns, site, [v6_addr(dst)]))
+            _WEB_SITES[i] = site
+            continue
         if f.kind == "tcp":
             p = _Proc(lab, dst, ["iperf3", "-s", "-1", "-p", str(port), "-J"], wdir, f"server{i}")
             _wait_listening(p.p.pid, port, "tcp")
@@ -403,6 +477,9 @@ def _start_clients(
             )
         port = str(BASE_PORT + i)
         src, dst = fc["src"], fc["dst"]
+        if f.kind == "web":
+            procs.append((f"web{i}", _WebLoads(lab, i, src, dst, f.page_list(), t0 + int(run_s * 1e9) + at - t0)))
+            continue
         if f.kind == "tcp":
             args = ["iperf3", "-c", v6_addr(dst), "-p", port, "-J", "-C", KERNEL_CC[f.cc]]
             args += ["-P", str(scenario.emu.streams)]
@@ -431,14 +508,19 @@ def _start_clients(
 
 
 def _results(
-    scenario: Scenario, spec: dict[str, Any], emu: dict[str, Any], outputs: dict[str, Any], wall: float
+    scenario: Scenario,
+    spec: dict[str, Any],
+    emu: dict[str, Any],
+    outputs: dict[str, Any],
+    wall: float,
+    lab_cc: dict[int, str | None],
 ) -> EmuResults:
     names = spec.get("node_names", [])
 
     def name(i: int | None) -> str | None:
         return names[i] if i is not None and i < len(names) else None
 
-    rows, pings, tools, packets = [], [], {}, []
+    rows, pings, tools, packets, web_rows = [], [], {}, [], []
     t0 = emu["t0_ns"]
     for i, (f, fc) in enumerate(zip(scenario.flows, spec["flows"], strict=True)):
         dpf = emu["flows"][i]
@@ -450,7 +532,23 @@ def _results(
             "owd_ms_p50": dpf["owd_ms"]["p50"], "owd_ms_p99": dpf["owd_ms"]["p99"], "reordered": dpf["reordered"],
         }  # fmt: skip
         rc, out, err = outputs.get(f"client{i}", (None, "", ""))
-        if f.kind == "tcp":
+        if f.kind == "web":
+            loads = json.loads(outputs.get(f"web{i}", (None, "[]", ""))[1])
+            for ld in loads:
+                plt, si = ld.get("plt_ms"), ld.get("speed_index_ms")
+                web_rows.append(
+                    {
+                        "flow": i, "page": ld["page"], "plt_s": plt / 1e3 if plt is not None else None,
+                        "speed_index_s": si / 1e3 if si is not None else None, "requests": ld.get("requests"),
+                        "bytes": ld.get("bytes"), "protocol": ld.get("protocol"), "error": ld.get("error"),
+                    }
+                )  # fmt: skip
+            row["delivered_bytes"] = sum(ld.get("bytes") or 0 for ld in loads)
+            # Browser and server use their namespaces' default algorithm (the kernel may refuse to
+            # change it there): the one actually in effect is reported.
+            row["cc"] = lab_cc.get(fc["dst"])
+            row["endpoint_loss"] = row["network_loss"]
+        elif f.kind == "tcp":
             try:
                 rep = json.loads(out)
             except ValueError:
@@ -508,4 +606,9 @@ def _results(
         orient="row",
     )
     meta = {"seed": scenario.seed, "node_names": names, "code_version": _core.__version__}
-    return EmuResults(scenario, flows, links, pings_df, packets_df, emu, wall, meta, tools)
+    web_schema = {
+        "flow": pl.Int64, "page": pl.Int64, "plt_s": pl.Float64, "speed_index_s": pl.Float64, "requests": pl.Int64,
+        "bytes": pl.Int64, "protocol": pl.Utf8, "error": pl.Utf8,
+    }  # fmt: skip
+    web = pl.DataFrame(web_rows, schema=web_schema)
+    return EmuResults(scenario, flows, links, pings_df, packets_df, emu, wall, meta, tools, web=web)
