@@ -57,6 +57,10 @@ pub struct FlowCfg {
     pub proto: u8,
     /// Destination port of the data direction (0: any).
     pub port: u16,
+    /// Traffic Class the network entry writes into the flow's IPv6 packets, both directions (SATGUARD
+    /// §3.5: operators mark delay-sensitive traffic), for software that does not mark its own.
+    #[serde(default)]
+    pub mark_tc: Option<u8>,
 }
 
 fn default_spin_us() -> u64 {
@@ -574,6 +578,11 @@ impl DataPlane {
             }
             self.meta[slot as usize] = Meta { len: n as u32, t_in: t, dst_node: dst, entry, flow };
             let id = self.flow_id(flow, src, dst, &h);
+            if let Some(mark) = (flow != 0).then(|| self.flows[((flow & !REVERSE) - 1) as usize].mark_tc).flatten() {
+                if h.v6 {
+                    let _ = leoguard_wire::write_traffic_class(&mut self.bufs[off..off + n], mark);
+                }
+            }
             let tc = if h.v6 { ((self.bufs[off] & 0x0f) << 4) | (self.bufs[off + 1] >> 4) } else { 0 };
             self.pkts[slot as usize] = Packet {
                 flow: id,

@@ -324,7 +324,10 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
             ],
             "flows": [
                 # A web flow's data are the server's responses (any TCP port between the two hosts).
-                {"id": i, "src": fc["dst"], "dst": fc["src"], "proto": 6, "port": 0}
+                {
+                    "id": i, "src": fc["dst"], "dst": fc["src"], "proto": 6, "port": 0,
+                    "mark_tc": TC_EF if f.delay_sensitive else None,
+                }  # fmt: skip
                 if f.kind == "web"
                 else {
                     "id": i,
