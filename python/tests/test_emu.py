@@ -297,3 +297,44 @@ def test_a_web_flow_loads_corpus_pages_in_real_chromium_across_the_emulated_path
     assert r.summary()["web"][0]["finished"] == 1
     assert r.emulator["drops_unexplained"] == 0
     assert _leftovers() == []
+
+
+def test_a_capture_of_an_emulated_link_opens_in_tshark_with_the_satguard_options(tmp_path):
+    """`[capture]` at a middle node of a SATGUARD chain: the real packets as they crossed its links, with
+    SATGUARD's Hop-by-Hop options (HSeq 0x3E and FSeq 0x1E on the probe's UDP packets, HAcks as
+    link-local packets with hop limit 255 and no next header), every UDP checksum still valid."""
+    _require_root()
+    import re
+    import shutil
+
+    tshark = shutil.which("tshark")
+    if tshark is None:
+        pytest.fail("tshark is missing: run `make setup`")
+    links = [
+        {"a": i, "b": i + 1, "rate_mbps": 20, "delay_ms": 5, "loss": {"model": "bernoulli", "p": 0.02}}
+        for i in range(2)
+    ]
+    sc = from_dict(
+        {
+            "name": "emu-capture",
+            "duration_s": 3.0,
+            "links": links,
+            "flows": [{"kind": "cbr", "src": 0, "dst": 2, "rate_mbps": 1, "size": 300, "delay_sensitive": True}],
+            "satguard": {},
+            "capture": {"nodes": ["n1"], "snaplen": 65535},
+        }
+    )
+    r = emulate(sc)
+    assert r.capture is not None and r.emulator["capture"]["written"] > 0
+    pcap = r.write(tmp_path)["capture"]
+    text = subprocess.run(
+        [tshark, "-r", str(pcap), "-V", "-o", "udp.check_checksum:TRUE"], capture_output=True, text=True, timeout=120
+    ).stdout
+    frames = text.split("\nFrame ")
+    assert len(frames) == r.emulator["capture"]["written"]
+    assert "Malformed" not in text and "Checksum Status: Bad" not in text
+    data = [f for f in frames if "IPv6 Hop-by-Hop Option" in f and "User Datagram Protocol" in f]
+    assert data and all("Experimental (0x3E)" in f and "Experimental (0x1E)" in f for f in data)
+    assert all("DSCP: EF PHB" in f and "[Checksum Status: Good]" in f for f in data)
+    hacks = [f for f in frames if re.search(r"Experimental Option: 0300[0-9a-f]{12}\n", f)]
+    assert hacks and all("Hop Limit: 255" in f and "No Next Header for IPv6 (59)" in f for f in hacks)

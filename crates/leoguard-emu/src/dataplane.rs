@@ -63,6 +63,19 @@ pub struct FlowCfg {
     pub mark_tc: Option<u8>,
 }
 
+/// Where to capture (the scenario's `[capture]`, nodes resolved) and where the pcap goes.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct CaptureCfg {
+    /// Tapped nodes.
+    pub nodes: Vec<u32>,
+    /// Packets recorded at most (later ones are counted).
+    pub max_packets: usize,
+    /// Bytes kept of each packet.
+    pub snaplen: u32,
+    /// The pcap file written at the end.
+    pub path: String,
+}
+
 fn default_spin_us() -> u64 {
     10_000
 }
@@ -96,6 +109,10 @@ pub struct EmuConfig {
     /// How long the bytes of a packet a per-hop scheme may retransmit are kept, ms.
     #[serde(default = "default_retain_ms")]
     pub retain_ms: u64,
+    /// A packet capture at some nodes (`[capture]`): the real packets as they cross the tapped nodes'
+    /// links, written as a pcap file at the end of the run.
+    #[serde(default)]
+    pub capture: Option<CaptureCfg>,
     /// Nice value of the data plane (-20: ordinary processes on its CPU get about 1 % of it).
     #[serde(default = "default_nice")]
     pub nice: i32,
@@ -228,6 +245,8 @@ pub struct Report {
     pub links: Vec<(u32, u32, leoguard_net::LinkStats, &'static str)>,
     /// What the per-hop scheme host did.
     pub scheme_host: crate::schemes::HostStats,
+    /// The capture: (packets written, packets past `max_packets`).
+    pub capture: Option<(u64, u64)>,
     /// The per-hop scheme's own counters summed over nodes (SATGUARD's or LinkGuardian's), by name.
     pub scheme_counters: Vec<(&'static str, u64)>,
 }
@@ -307,6 +326,8 @@ pub struct DataPlane {
     pub(crate) schemes: crate::schemes::SchemeHost,
     /// Ids of flows the configuration does not name (ping, neighbour chatter), by 5-tuple.
     extra_flows: HashMap<(u32, u32, u8, u16, u16), u32>,
+    /// The capture tap, if any.
+    pub(crate) tap: Option<crate::capture::Tap>,
 }
 
 /// Index of an event in `evs` (the heap orders (time, seq, key); the key is only a tie-free handle).
@@ -381,6 +402,7 @@ impl DataPlane {
             t0: 0,
             schemes: crate::schemes::SchemeHost::new(hooks, scheme, nodes, cfg.retain_ms * 1_000_000),
             extra_flows: HashMap::new(),
+            tap: cfg.capture.as_ref().map(|c| crate::capture::Tap::new(c, nodes)),
             cfg,
         };
         dp.report.flows = vec![FlowStats::default(); dp.flows.len()];
@@ -389,6 +411,14 @@ impl DataPlane {
             dp.add_batch(at.as_nanos(), actions);
         }
         Ok(dp)
+    }
+
+    /// Records the packet in `slot` if `node` is tapped (its bytes as they are now).
+    pub(crate) fn tap_packet(&mut self, node: u32, slot: u32, t: u64) {
+        if let Some(tap) = self.tap.as_mut() {
+            let off = slot as usize * SLOT;
+            tap.record(node, t, &self.bufs[off..off + self.meta[slot as usize].len as usize]);
+        }
     }
 
     /// The lateness threshold of the configuration, us.
@@ -792,6 +822,9 @@ impl DataPlane {
         self.report.in_flight = (self.cfg.pool_packets - self.free.len()) as u64 - self.schemes.stats.masters_live;
         self.report.scheme_counters = self.schemes.counters();
         self.report.cpu_s = leoguard_os::cpu_seconds() - cpu0;
+        if let (Some(tap), Some(c)) = (self.tap.as_ref(), self.cfg.capture.as_ref()) {
+            self.report.capture = Some(tap.write(&c.path).map_err(os(format!("writing the capture {}", c.path)))?);
+        }
         self.report.links = self
             .net
             .links

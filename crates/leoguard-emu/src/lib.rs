@@ -4,6 +4,7 @@
 //! real packets through them in real time. The Python front (`leoguard emu run`) creates the
 //! namespaces, starts the tools and collects the results; see docs/emulator.md.
 
+pub mod capture;
 pub mod dataplane;
 pub mod hbh;
 pub mod hist;

@@ -47,6 +47,7 @@ pub fn to_json(r: &Report, late_us: u64) -> Value {
         "realtime_ok": realtime_ok,
         "cpu_s": r.cpu_s,
         "busy_s": r.busy_ns as f64 / 1e9,
+        "capture": r.capture.map(|(w, m)| json!({"written": w, "missed": m})),
         "scheme": r.scheme_counters.iter().map(|(k, v)| ((*k).to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "scheme_host": {
             "generated": r.scheme_host.generated, "absorbed": r.scheme_host.absorbed,

@@ -288,6 +288,8 @@ impl DataPlane {
 
     /// The packet in `slot` arrived at `node` over `link`: the hook gets the fields the wire carried.
     pub(crate) fn arrive_at(&mut self, node: u32, link: LinkId, slot: u32, t: u64) {
+        // The tap sees an arrival as the wire delivered it, before the node's hook runs.
+        self.tap_packet(node, slot, t);
         let off = slot as usize * SLOT;
         let len = self.meta[slot as usize].len as usize;
         if self.schemes.scheme != WireScheme::None && hbh::is_v6(&self.bufs[off..off + SLOT], len) {

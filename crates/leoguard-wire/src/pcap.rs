@@ -37,12 +37,18 @@ impl<W: Write> PcapWriter<W> {
     /// Appends one packet captured at `t_ns` nanoseconds (since the epoch of the run's clock);
     /// the timestamp is truncated to microseconds, the pcap resolution.
     pub fn write_packet(&mut self, t_ns: u64, bytes: &[u8]) -> io::Result<()> {
+        let orig_len = u32::try_from(bytes.len())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "packet longer than 4 GiB"))?;
+        self.write_record(t_ns, bytes, orig_len)
+    }
+
+    /// Appends the first bytes of a packet that was `orig_len` bytes long (a capture cut at a snaplen).
+    pub fn write_record(&mut self, t_ns: u64, bytes: &[u8], orig_len: u32) -> io::Result<()> {
         let secs = u32::try_from(t_ns / 1_000_000_000)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "timestamp past 2106"))?;
         let usecs = (t_ns % 1_000_000_000 / 1_000) as u32;
-        let orig_len = u32::try_from(bytes.len())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "packet longer than 4 GiB"))?;
-        let incl_len = orig_len.min(PCAP_SNAPLEN);
+        let bytes = &bytes[..bytes.len().min(orig_len as usize)];
+        let incl_len = (bytes.len() as u32).min(PCAP_SNAPLEN);
         let mut h = [0u8; 16];
         h[0..4].copy_from_slice(&secs.to_le_bytes());
         h[4..8].copy_from_slice(&usecs.to_le_bytes());

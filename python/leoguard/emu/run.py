@@ -59,7 +59,7 @@ def check(scenario: Scenario, spec: dict[str, Any]) -> list[list[tuple[int, int,
             raise LeoguardError(
                 f"invalid flows[{i}].cc = {f.cc}: the kernel has cubic, bbr and reno (newreno maps to reno)"
             )
-    for name in ("mpep", "tambur", "liquid", "capture"):
+    for name in ("mpep", "tambur", "liquid"):
         if getattr(scenario, name) is not None:
             raise LeoguardError(f"invalid [{name}]: not available on the emulator yet (docs/emulator.md, status)")
     try:
@@ -109,6 +109,8 @@ class EmuResults:
     meta: dict[str, Any] = field(default_factory=dict)
     tools: dict[str, Any] = field(default_factory=dict)
     complete: bool = True
+    capture: bytes | None = None
+    """The `[capture]` as a pcap file (the real packets at the tapped nodes, LINKTYPE_RAW), or None."""
     web: pl.DataFrame = field(default_factory=pl.DataFrame)
     """Page loads of web flows in real Chromium: flow, page, plt_s, speed_index_s, requests, bytes,
     protocol, error (docs/emu-web.md)."""
@@ -189,6 +191,9 @@ class EmuResults:
         }
         (d / "run.json").write_text(json.dumps(info, indent=2, default=str))
         out["run"] = d / "run.json"
+        if self.capture is not None:
+            (d / "capture.pcap").write_bytes(self.capture)
+            out["capture"] = d / "capture.pcap"
         return out
 
 
@@ -325,9 +330,13 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
             "flows": [
                 # A web flow's data are the server's responses (any TCP port between the two hosts).
                 {
-                    "id": i, "src": fc["dst"], "dst": fc["src"], "proto": 6, "port": 0,
+                    "id": i,
+                    "src": fc["dst"],
+                    "dst": fc["src"],
+                    "proto": 6,
+                    "port": 0,
                     "mark_tc": TC_EF if f.delay_sensitive else None,
-                }  # fmt: skip
+                }
                 if f.kind == "web"
                 else {
                     "id": i,
@@ -343,6 +352,8 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
             "pool_packets": scenario.emu.pool_packets,
             "late_us": scenario.emu.late_us,
         }
+        if spec.get("capture"):
+            cfg["capture"] = {**spec["capture"], "path": str(wdir / "capture.pcap")}
         # The data plane resolves the scenario itself (a constellation is an object, not JSON).
         (wdir / "scenario.json").write_text(scenario.model_dump_json())
         (wdir / "emu.json").write_text(json.dumps(cfg))
@@ -399,6 +410,8 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
         os.sched_setaffinity(0, old_affinity)
     wall = time.perf_counter() - t_wall
     res = _results(scenario, spec, emu, outputs, wall, {n: h.cc_in_effect for n, h in lab.hosts.items()})
+    if spec.get("capture"):
+        res.capture = (wdir / "capture.pcap").read_bytes()
     if own is not None:
         own.cleanup()
     return res
