@@ -44,6 +44,30 @@ def _need(tool: str, package: str) -> str:
     return path
 
 
+TUNNEL_PORT = 7000
+
+
+def liquid_flows(scenario: Scenario) -> list[int]:
+    """The tcp flows `[liquid]` carries (all, or those it lists), as the simulator picks them."""
+    if scenario.liquid is None:
+        return []
+    listed = scenario.liquid.flows
+    return [i for i, f in enumerate(scenario.flows) if f.kind == "tcp" and (listed is None or i in listed)]
+
+
+def _tunnel_fec(scenario: Scenario) -> dict[str, Any]:
+    """The scenario's `[liquid]` as leoguard-tunnel's `[fec]` table (docs/tunnel.md)."""
+    q = scenario.liquid
+    assert q is not None
+    return {
+        "mode": "liquid", "symbol_size": q.symbol_size, "block_time_ms": q.block_ms, "idle_time_ms": q.idle_ms,
+        "repair_ratio": q.repair_ratio, "adaptive": q.adaptive, "adaptive_target": q.adaptive_target,
+        "abandon_after_ms": q.abandon_ms, "in_order": q.in_order, "max_block_packets": q.max_block_packets,
+        "feedback_delay_ms": q.feedback_delay_ms, "feedback_interval_ms": q.feedback_interval_ms,
+        "feedback_retry_ms": q.feedback_retry_ms,
+    }  # fmt: skip
+
+
 def check(scenario: Scenario, spec: dict[str, Any]) -> list[list[tuple[int, int, int, int]]]:
     """Everything the simulator rejects, and what the emulator cannot do, as field-named errors;
     returns each flow's path at t = 0 as (from, to, rate_bps, delay_ns) links."""
@@ -59,7 +83,7 @@ def check(scenario: Scenario, spec: dict[str, Any]) -> list[list[tuple[int, int,
             raise LeoguardError(
                 f"invalid flows[{i}].cc = {f.cc}: the kernel has cubic, bbr and reno (newreno maps to reno)"
             )
-    for name in ("mpep", "tambur", "liquid"):
+    for name in ("mpep", "tambur"):
         if getattr(scenario, name) is not None:
             raise LeoguardError(f"invalid [{name}]: not available on the emulator yet (docs/emulator.md, status)")
     try:
@@ -319,6 +343,7 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
         # much less, so no emulated link carries more than emu.mtu bytes.
         overhead = 16 if scenario.satguard is not None else 8 if scenario.linkguardian is not None else 0
         lab.create(ends, scenario.emu.mtu - overhead)
+        tunnelled = liquid_flows(scenario)
         cpu = scenario.emu.cpu if scenario.emu.cpu is not None else max(os.sched_getaffinity(0))
         _Proc.cpus = _app_cpus(cpu)
         # What this process starts itself (the browser of web flows) stays off the data plane's CPU too.
@@ -339,11 +364,12 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
                 }
                 if f.kind == "web"
                 else {
+                    # A flow inside the liquid tunnel crosses the network as the tunnel's datagrams.
                     "id": i,
                     "src": fc["src"],
                     "dst": fc["dst"],
-                    "proto": 6 if f.kind == "tcp" else 17,
-                    "port": BASE_PORT + i,
+                    "proto": 17 if f.kind != "tcp" or i in tunnelled else 6,
+                    "port": TUNNEL_PORT if i in tunnelled else BASE_PORT + i,
                 }
                 for i, (f, fc) in enumerate(zip(scenario.flows, flows, strict=True))
             ],
@@ -372,12 +398,13 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
         if "error" in msg:
             raise LeoguardError(f"the emulator's data plane did not start: {msg['error'].strip()}")
         lab.configure(_Proc.cpus)
+        inner = _start_tunnels(scenario, flows, lab, wdir, stack, tunnelled)
         procs = _start_servers(scenario, flows, lab, wdir, stack)
         backlog0 = softnet_drops()
         t0 = time.monotonic_ns() + 200_000_000
         dp.stdin.write(f"go {t0}\n")
         dp.stdin.flush()
-        procs += _start_clients(scenario, flows, lab, wdir, t0, paths)
+        procs += _start_clients(scenario, flows, lab, wdir, t0, paths, inner)
         end = t0 + int(scenario.duration_s * 1e9)
         line = dp.stdout.readline()
         if not line.strip():
@@ -395,6 +422,8 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
                 emu["drops"][cause] = n
         remaining = max(0.0, (end - time.monotonic_ns()) / 1e9)
         outputs: dict[str, Any] = {tag: p.finish(remaining + 2.0) for tag, p in procs}
+        if tunnelled:
+            emu["liquid"] = _stop_tunnels(lab, wdir, inner)
         for i, f in enumerate(scenario.flows):
             if f.kind == "cbr":
                 probe = wdir / f"probe{i}.json"
@@ -448,6 +477,57 @@ class _WebLoads:
         return (0 if not self._t.is_alive() else None, json.dumps(self.rows), "")
 
 
+def _start_tunnels(
+    scenario: Scenario,
+    flows: list[dict[str, Any]],
+    lab: Lab,
+    wdir: Path,
+    stack: contextlib.ExitStack,
+    tunnelled: list[int],
+) -> dict[int, str]:
+    """The real liquid tunnel (leoguard-tunnel) between the ends of each tunnelled flow: one pair per
+    pair of hosts, its RaptorQ-coded, encrypted datagrams crossing the emulated links. Returns each
+    tunnelled flow's destination address inside the tunnel."""
+    from leoguard.tunnel import up
+
+    if not tunnelled:
+        return {}
+    fec = _tunnel_fec(scenario)
+    key = wdir / "tunnel.key"
+    key.write_bytes(os.urandom(32))
+    key.chmod(0o600)
+    pairs: dict[tuple[int, int], int] = {}
+    inner: dict[int, str] = {}
+    for i in tunnelled:
+        a, b = flows[i]["src"], flows[i]["dst"]
+        k = pairs.setdefault((min(a, b), max(a, b)), len(pairs))
+        inner[i] = f"10.203.{k}.{2 if b > a else 1}"
+    for (a, b), k in pairs.items():
+        for me, peer, host in ((a, b, 1), (b, a, 2)):
+            cfg = wdir / f"tunnel{k}-{me}.toml"
+            lines = [
+                'name = "lgq"', f'address = "10.203.{k}.{host}/30"', "mtu = 1400",
+                f'local = "[{v6_addr(me)}]:{TUNNEL_PORT}"', f'peer = "[{v6_addr(peer)}]:{TUNNEL_PORT}"',
+                f'key_file = "{key}"', "stats_interval_ms = 500", "[fec]",
+            ] + [f"{x} = {json.dumps(v)}" for x, v in fec.items()]  # fmt: skip
+            cfg.write_text("\n".join(lines) + "\n")
+            h = up(cfg, run_dir=wdir / f"tunnel{k}-{me}", netns=lab.hosts[me].netns)
+            lab.add_child(h.pid)
+    return inner
+
+
+def _stop_tunnels(lab: Lab, wdir: Path, inner: dict[int, str]) -> dict[str, Any]:
+    """Stops every tunnel end; returns each end's exit counters (leoguard-tunnel's exit line) by
+    `tunnel<pair>-<node>`."""
+    from leoguard.tunnel import down
+
+    out: dict[str, Any] = {}
+    for d in sorted(wdir.glob("tunnel*-*")):
+        if d.is_dir():
+            out[d.name] = down("lgq", run_dir=d, netns=lab.hosts[int(d.name.split("-")[1])].netns) or {}
+    return out
+
+
 def _start_servers(
     scenario: Scenario, flows: list[dict[str, Any]], lab: Lab, wdir: Path, stack: contextlib.ExitStack
 ) -> list[tuple[str, _Proc]]:
@@ -475,7 +555,13 @@ def _start_servers(
 
 
 def _start_clients(
-    scenario: Scenario, flows: list[dict[str, Any]], lab: Lab, wdir: Path, t0: int, paths: list[Any]
+    scenario: Scenario,
+    flows: list[dict[str, Any]],
+    lab: Lab,
+    wdir: Path,
+    t0: int,
+    paths: list[Any],
+    inner: dict[int, str],
 ) -> list[tuple[str, _Proc]]:
     starts = sorted(range(len(flows)), key=lambda i: scenario.flows[i].start_s)
     procs = []
@@ -497,7 +583,7 @@ def _start_clients(
             procs.append((f"web{i}", _WebLoads(lab, i, src, dst, f.page_list(), t0 + int(run_s * 1e9) + at - t0)))
             continue
         if f.kind == "tcp":
-            args = ["iperf3", "-c", v6_addr(dst), "-p", port, "-J", "-C", KERNEL_CC[f.cc]]
+            args = ["iperf3", "-c", inner.get(i, v6_addr(dst)), "-p", port, "-J", "-C", KERNEL_CC[f.cc]]
             args += ["-P", str(scenario.emu.streams)]
             if f.bytes is not None:
                 args += ["-n", str(f.bytes)]
