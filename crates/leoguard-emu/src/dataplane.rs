@@ -297,6 +297,9 @@ struct Host {
     tun: Tun,
 }
 
+/// The hosts' TUN devices after a run: they exist while this lives.
+pub struct Devices(#[allow(dead_code)] Vec<Host>);
+
 /// The data plane, opened and ready to run.
 pub struct DataPlane {
     pub(crate) net: EmuNet,
@@ -712,7 +715,9 @@ impl DataPlane {
 impl DataPlane {
     /// Runs for `duration` of model time from CLOCK_MONOTONIC `t0_ns`, or until `stop`; returns
     /// what it measured.
-    pub fn run(mut self, t0_ns: u64, duration: Duration, stop: &AtomicBool) -> Result<Report, EmuError> {
+    /// The second value keeps the hosts' TUN devices alive until the caller drops it (their kernel
+    /// counters are read while they exist).
+    pub fn run(mut self, t0_ns: u64, duration: Duration, stop: &AtomicBool) -> Result<(Report, Devices), EmuError> {
         // The constellation driver runs on its own thread, a bounded number of steps ahead, so its
         // routing computations never stall the packet loop; it is started before this thread pins
         // itself and takes real-time priority, which it would otherwise inherit.
@@ -831,6 +836,7 @@ impl DataPlane {
             .iter()
             .map(|l| (l.from.0, l.to.0, l.stats, l.loss_model().map_or("none", |m| m.name())))
             .collect();
-        Ok(self.report)
+        let devices = Devices(std::mem::take(&mut self.hosts));
+        Ok((self.report, devices))
     }
 }

@@ -3,7 +3,9 @@
 //! Protocol (one JSON object per line on stdout, commands on stdin): after opening every TUN device
 //! the data plane prints `{"ready": true, "tuns": [[node, name], ...]}`; the orchestrator configures
 //! the hosts and sends `go T0` (CLOCK_MONOTONIC ns of model time 0, so both sides share the origin);
-//! the data plane runs until the scenario's end or SIGTERM/SIGINT and prints the results object.
+//! the data plane runs until the scenario's end or SIGTERM/SIGINT and prints the results object, then
+//! keeps the TUN devices (which vanish with it) until the orchestrator has read their counters and
+//! sends one more line or closes the pipe.
 
 use crate::dataplane::{Cause, DataPlane, Report};
 use crate::hist::Histogram;
@@ -90,9 +92,13 @@ pub fn serve(
         _ if line.is_empty() => return Err("the orchestrator closed the pipe before `go`".into()),
         _ => return Err(format!("expected `go T0_NS`, got {:?}", line.trim())),
     };
-    let report = dp.run(t0, duration, stop).map_err(|e| e.to_string())?;
+    let (report, devices) = dp.run(t0, duration, stop).map_err(|e| e.to_string())?;
     let v = to_json(&report, late_us);
     writeln!(output, "{v}").and_then(|_| output.flush()).map_err(|e| format!("writing the results: {e}"))?;
+    // The hosts' drop counters live on the TUN devices, which close with this process.
+    line.clear();
+    let _ = input.read_line(&mut line);
+    drop(devices);
     Ok(v)
 }
 

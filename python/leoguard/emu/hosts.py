@@ -25,6 +25,7 @@ PREFIX = "lgemu-"
 NETNS_DIR = Path("/run/netns")
 V6_PREFIX = "fd00:6c67::"
 V4_NET = "10.108.0.0/16"
+TUN_QUEUE = 10_000
 
 
 def v6_addr(node: int) -> str:
@@ -220,7 +221,9 @@ class Lab:
                 if not idx:
                     raise LeoguardError(f"TUN {h.tun} is missing in {h.netns}: the data plane did not create it")
                 i = idx[0]
-                ns.link("set", index=i, mtu=self.mtu, state="up")
+                # The TUN's queue towards the data plane is the host's NIC ring: 10 000 packets absorb
+                # a host's bursts while the data plane, busy with every hop, drains them.
+                ns.link("set", index=i, mtu=self.mtu, txqlen=TUN_QUEUE, state="up")
                 ns.addr("add", index=i, address=h.addrs[0], prefixlen=128)
                 ns.addr("add", index=i, address=h.addrs[1], prefixlen=32)
                 ns.route("add", dst=V6_PREFIX + "/64", oif=i)
@@ -234,10 +237,12 @@ class Lab:
                 )  # fmt: skip
 
     def device_drops(self) -> dict[str, int]:
-        """Packets the hosts' kernels dropped at their TUN devices: `host_tx_queue` (the host sent
-        faster than the data plane read) and `host_rx` (the host could not take what was written)."""
+        """Packets the hosts' kernels dropped on their way to or from the emulated network:
+        `host_qdisc` (the sending host's own queue in front of its TUN overflowed: its software sent
+        faster than the data plane read), `host_tx_queue` (the TUN's queue to the data plane) and
+        `host_rx` (the receiving host could not take what was written)."""
         pr = _pyroute2()
-        tx = rx = 0
+        tx = rx = qd = 0
         for h in self.hosts.values():
             with contextlib.suppress(Exception), pr.NetNS(h.netns) as ns:
                 idx = ns.link_lookup(ifname=h.tun)
@@ -246,7 +251,11 @@ class Lab:
                     if st is not None:
                         tx += int(st.get("tx_dropped"))
                         rx += int(st.get("rx_dropped"))
-        return {"host_tx_queue": tx, "host_rx": rx}
+                    for q in ns.get_qdiscs(index=idx[0]):
+                        s1 = q.get_attr("TCA_STATS")
+                        if s1 is not None:
+                            qd += int(s1.get("drop", 0))
+        return {"host_qdisc": qd, "host_tx_queue": tx, "host_rx": rx}
 
     def close(self) -> None:
         """Kills the run's children and removes its namespaces and registry entry."""

@@ -107,7 +107,10 @@ def check(scenario: Scenario, spec: dict[str, Any]) -> list[list[tuple[int, int,
         else:
             rate = f.rate_mbps * 1e6
         pps = min(rate, bottleneck) / mss_bits
-        need += pps * len(p) * (1.5 if f.kind in ("tcp", "web") else 1.0)
+        need += pps * len(p) * (1.5 if f.kind in ("tcp", "web") else 1.0)  # ACKs: one per two segments
+    # A per-hop scheme adds a control packet (HAck, ACK) and a hook's work per packet and hop.
+    if scenario.satguard is not None or scenario.linkguardian is not None:
+        need *= 3.0
     if need > scenario.emu.max_packet_hops_per_s:
         raise LeoguardError(
             f"the scenario cannot run in real time: its flows need about {need:,.0f} packet-hops/s and the data "
@@ -420,6 +423,8 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
         for cause, n in {**lab.device_drops(), "host_backlog": softnet_drops() - backlog0}.items():
             if n:
                 emu["drops"][cause] = n
+        dp.stdin.write("done\n")
+        dp.stdin.flush()
         remaining = max(0.0, (end - time.monotonic_ns()) / 1e9)
         outputs: dict[str, Any] = {tag: p.finish(remaining + 2.0) for tag, p in procs}
         if tunnelled:
@@ -667,7 +672,8 @@ def _results(
             if f.bytes is not None:
                 row["fct_s"] = float(recv["seconds"])
         else:
-            sent_n = json.loads(out)["sent"] if out.strip() else 0
+            rep = json.loads(out) if out.strip() else {"sent": 0, "send_errors": 0}
+            sent_n = rep["sent"]
             probe = outputs.get(f"probe{i}")
             records = probe or []
             seqs = {r[0] for r in records}
@@ -678,7 +684,13 @@ def _results(
             row["endpoint_loss"] = round(1.0 - len(seqs) / sent_n, 6) if sent_n else 0.0
             row["owd_ms_p50"] = round(_percentile(owd, 0.5), 4) if owd else None
             row["owd_ms_p99"] = round(_percentile(owd, 0.99), 4) if owd else None
-            tools[f"probe_{i}"] = {"sent": sent_n, "received": len(records), "unique": len(seqs)}
+            tools[f"probe_{i}"] = {
+                "sent": sent_n,
+                "send_errors": rep.get("send_errors", 0),
+                "entered_network": dpf["sent"],
+                "received": len(records),
+                "unique": len(seqs),
+            }
             packets.extend((i, r[0], r[1] - t0, r[2] - t0) for r in records)
         rows.append(row)
         if f"ping{i}" in outputs:
