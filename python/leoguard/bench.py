@@ -95,7 +95,7 @@ def fec_bench(blocks: int = 100, reps: int = 3) -> dict[str, float]:
     return {"encode_gbps": round(enc, 3), "decode_gbps": round(dec, 3)}
 
 
-def emu_bench(hops: int = 10, rate_mbps: float = 10_000.0, streams: int = 4, seconds: float = 8.0) -> dict[str, Any]:
+def emu_bench(hops: int = 10, rate_mbps: float = 2_500.0, streams: int = 4, seconds: float = 8.0) -> dict[str, Any]:
     """The emulator's data plane on its one core (issue 12): iperf3 with kernel CUBIC and `streams`
     parallel streams across a `hops`-hop chain of `rate_mbps` links with 1 ms each. Goodput is what
     iperf3's receiver counted; pps and packet-hops are the data plane's own counts (both directions);

@@ -668,7 +668,7 @@ def emu_cleanup(
 @bench_app.command("emu")
 def bench_emu(
     hops: Annotated[int, typer.Option(help="Hops of the chain.")] = 10,
-    rate_mbps: Annotated[float, typer.Option(help="Rate of every link.")] = 10_000.0,
+    rate_mbps: Annotated[float, typer.Option(help="Rate of every link.")] = 2_500.0,
     streams: Annotated[int, typer.Option(help="iperf3 parallel streams (kernel CUBIC).")] = 4,
     seconds: Annotated[float, typer.Option(help="Run length.")] = 8.0,
     as_json: JsonOpt = False,
