@@ -95,9 +95,12 @@ def fec_bench(blocks: int = 100, reps: int = 3) -> dict[str, float]:
     return {"encode_gbps": round(enc, 3), "decode_gbps": round(dec, 3)}
 
 
-def emu_bench(hops: int = 10, rate_mbps: float = 2_500.0, streams: int = 4, seconds: float = 8.0) -> dict[str, Any]:
+def emu_bench(
+    hops: int = 10, rate_mbps: float = 2_500.0, streams: int = 4, seconds: float = 8.0, scheme: str = "satguard"
+) -> dict[str, Any]:
     """The emulator's data plane on its one core (issue 12): iperf3 with kernel CUBIC and `streams`
-    parallel streams across a `hops`-hop chain of `rate_mbps` links with 1 ms each. Goodput is what
+    parallel streams across a `hops`-hop chain of `rate_mbps` links with 1 ms each, `scheme`
+    ("satguard", "linkguardian" or "none") on every node, the flow marked delay-sensitive. Goodput is what
     iperf3's receiver counted; pps and packet-hops are the data plane's own counts (both directions);
     the timing error is each delivery's lateness against its model time, measured inside the data
     plane. `load` is the machine's 1-minute load average before the run."""
@@ -112,8 +115,9 @@ def emu_bench(hops: int = 10, rate_mbps: float = 2_500.0, streams: int = 4, seco
             "name": "bench-emu",
             "duration_s": seconds,
             "topology": {"kind": "chain", "hops": hops, "rate_mbps": rate_mbps, "delay_ms": 1.0},
-            "flows": [{"kind": "tcp", "src": 0, "dst": hops, "cc": "cubic"}],
+            "flows": [{"kind": "tcp", "src": 0, "dst": hops, "cc": "cubic", "delay_sensitive": True}],
             "emu": {"streams": streams, "max_packet_hops_per_s": 1e12, "omit_s": 1.0},
+            **({scheme: {}} if scheme != "none" else {}),
         }
     )
     r = emulate(sc)
@@ -125,6 +129,7 @@ def emu_bench(hops: int = 10, rate_mbps: float = 2_500.0, streams: int = 4, seco
         "pps": round(e["delivered"] / el, 1),
         "packet_hops_per_s": round(e["packet_hops"] / el, 1),
         "hops": hops,
+        "scheme": scheme,
         "streams": streams,
         "timing_error_us": {k: e["timing_error_us"][k] for k in ("p50", "p99", "max")},
         "drops_unexplained": e["drops_unexplained"],

@@ -671,13 +671,19 @@ def bench_emu(
     rate_mbps: Annotated[float, typer.Option(help="Rate of every link.")] = 2_500.0,
     streams: Annotated[int, typer.Option(help="iperf3 parallel streams (kernel CUBIC).")] = 4,
     seconds: Annotated[float, typer.Option(help="Run length.")] = 8.0,
+    scheme: Annotated[str, typer.Option(help="Per-hop scheme on every node: satguard, linkguardian or none.")] = (
+        "satguard"
+    ),
     as_json: JsonOpt = False,
 ) -> None:
-    """The emulator's data plane on its one core: iperf3 (kernel CUBIC, several streams) across a chain;
-    prints gbps, pps, hops, timing_error_us, drops_unexplained (root)."""
+    """The emulator's data plane on its one core: iperf3 (kernel CUBIC, several streams, marked
+    delay-sensitive) across a chain with SATGUARD on every node (--scheme); prints gbps, pps, hops,
+    timing_error_us, drops_unexplained (root)."""
     from leoguard.bench import emu_bench
 
-    _show(emu_bench(hops, rate_mbps, streams, seconds), as_json)
+    if scheme not in ("satguard", "linkguardian", "none"):
+        raise LeoguardError(f"invalid --scheme = {scheme}: use satguard, linkguardian or none")
+    _show(emu_bench(hops, rate_mbps, streams, seconds, scheme), as_json)
 
 
 @app.command("demo")

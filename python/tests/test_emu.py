@@ -48,6 +48,18 @@ def _chain(**kw) -> dict:
     return base
 
 
+def _emulate_rt(sc):
+    """`emulate`, once more if the run reports it could not keep real time (a stalled VM): its figures
+    are then distorted, and only a run that kept real time says anything about fidelity. Two runs that
+    cannot keep it fail the test."""
+    r = emulate(sc)
+    if not r.emulator["realtime_ok"]:
+        first = r.emulator["timing_error_us"]
+        r = emulate(sc)
+        assert r.emulator["realtime_ok"], f"two runs could not keep real time: {first}, {r.emulator['timing_error_us']}"
+    return r
+
+
 def _binomial_99(n: int, p: float) -> tuple[float, float]:
     """The 99 % interval of a binomial proportion (normal approximation with continuity)."""
     sd = math.sqrt(p * (1 - p) / n)
@@ -60,7 +72,7 @@ def test_bulk_tcp_fills_a_clean_three_hop_path():
     _require_root()
     sc = from_dict(_chain(flows=[{"kind": "tcp", "src": 0, "dst": 3, "cc": "cubic"}], emu={"omit_s": 2.0}))
     sc = sc.model_copy(update={"duration_s": 8.0})
-    r = emulate(sc)
+    r = _emulate_rt(sc)
     f = r.flows.row(0, named=True)
     payload_rate = 20e6 * 1428 / 1500
     assert abs(f["goodput_bps"] - payload_rate) / payload_rate < 0.03, f["goodput_bps"]
@@ -84,7 +96,7 @@ def test_ping_rtt_loss_and_order_follow_the_engine():
             emu={"ping_interval_ms": 20},
         )
     )
-    r = emulate(sc)
+    r = _emulate_rt(sc)
     # ping -6: 56 bytes of data + 8 ICMPv6 + 40 IPv6 = 104 bytes, serialised on each of 6 hops.
     engine_rtt = 2 * 30.0 + 6 * 104 * 8 / 20e6 * 1e3
     med = r.pings["rtt_ms"].median()
@@ -125,7 +137,7 @@ def test_interruptions_take_exactly_their_drawn_length():
             "events": events,
         }
     )
-    r = emulate(sc)
+    r = _emulate_rt(sc)
     rows = sorted(zip(r.packets["seq"].to_list(), r.packets["sent_ns"].to_list(), strict=True))
     interval = 200 * 8 / 3.2e6 * 1e9
     # Outages are runs of missing sequence numbers; each is bounded by the send times of the packets
@@ -386,8 +398,7 @@ def test_satguard_conceals_the_probe_loss_of_emulated_starlink_new_york_london()
         d["flows"] = d["flows"][1:]
         if not satguard:
             d.pop("satguard")
-        r = emulate(from_dict(d))
-        assert r.emulator["realtime_ok"], r.emulator["timing_error_us"]
+        r = _emulate_rt(from_dict(d))
         assert r.emulator["drops_unexplained"] == 0
         return r.flows.row(0, named=True)["endpoint_loss"], r.flows.row(1, named=True)["endpoint_loss"]
 
