@@ -52,6 +52,16 @@ pub fn set(buf: &mut [u8], len: usize, h: Option<&HbhRepr>) -> Option<usize> {
     if !is_v6(buf, len) {
         return None;
     }
+    // The common case on a path: the next hop's header has the size of the previous hop's, and is
+    // written in its place without moving the payload.
+    if let (Some(h), Some(old)) = (h, hbh_len(buf, len)) {
+        if h.buffer_len() == old {
+            let mut h = *h;
+            h.next_header = buf[V6];
+            h.emit(&mut buf[V6..V6 + old]).ok()?;
+            return Some(len);
+        }
+    }
     let len = strip(buf, len);
     let Some(h) = h else { return Some(len) };
     let n = h.buffer_len();

@@ -141,14 +141,16 @@ impl DataPlane {
     }
 
     fn flush(&mut self, node: u32, now: u64) {
-        let timers: Vec<(Instant, u64)> = self.schemes.ctx.timers.drain(..).collect();
-        for (at, token) in timers {
+        // The context's vectors are taken and given back, so a hook call allocates nothing.
+        let mut timers = std::mem::take(&mut self.schemes.ctx.timers);
+        for (at, token) in timers.drain(..) {
             self.push(at.as_nanos().max(now), Ev::Timer { node, token });
         }
+        self.schemes.ctx.timers = timers;
         // Wakes of other agents are the simulator's M-PEP signalling; the per-hop schemes use none.
         self.schemes.ctx.wakes.clear();
-        let sends: Vec<(Packet, SendKind)> = self.schemes.ctx.sends.drain(..).collect();
-        for (p, kind) in sends {
+        let mut sends = std::mem::take(&mut self.schemes.ctx.sends);
+        for (p, kind) in sends.drain(..) {
             let link = match kind {
                 SendKind::OnLink(l) => Some(l),
                 _ => None,
@@ -160,6 +162,10 @@ impl DataPlane {
                 SendKind::OnLink(l) => self.put_on(l, slot, now),
                 SendKind::Resume => self.handle_at(node, slot, now),
             }
+        }
+        // A nested flush (a send that ran a hook) may have left its own, empty, vector in place.
+        if self.schemes.ctx.sends.capacity() < sends.capacity() {
+            self.schemes.ctx.sends = sends;
         }
     }
 
