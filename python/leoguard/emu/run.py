@@ -30,7 +30,6 @@ KERNEL_CC = {"cubic": "cubic", "bbr": "bbr", "reno": "reno", "newreno": "reno"}
 """Scenario congestion controls the kernel has (Linux's reno is NewReno with SACK)."""
 
 BASE_PORT = 5201
-_WEB_SITES: dict[int, Any] = {}
 TC_EF = 0xB8
 """IPv6 Traffic Class of delay-sensitive flows (DSCP EF): what SATGUARD processes (§3.5)."""
 
@@ -402,12 +401,13 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
             raise LeoguardError(f"the emulator's data plane did not start: {msg['error'].strip()}")
         lab.configure(_Proc.cpus)
         inner = _start_tunnels(scenario, flows, lab, wdir, stack, tunnelled)
-        procs = _start_servers(scenario, flows, lab, wdir, stack)
+        sites: dict[int, Any] = {}
+        procs = _start_servers(scenario, flows, lab, wdir, stack, sites)
         backlog0 = softnet_drops()
         t0 = time.monotonic_ns() + 200_000_000
         dp.stdin.write(f"go {t0}\n")
         dp.stdin.flush()
-        procs += _start_clients(scenario, flows, lab, wdir, t0, paths, inner)
+        procs += _start_clients(scenario, flows, lab, wdir, t0, paths, inner, sites)
         end = t0 + int(scenario.duration_s * 1e9)
         line = dp.stdout.readline()
         if not line.strip():
@@ -455,18 +455,16 @@ class _WebLoads:
     """A web flow's page loads in real Chromium (leoguard.emu.web), one after another on a thread, until
     the run's sending time is over; pages not started by then get an error row."""
 
-    def __init__(self, lab: Lab, flow: int, src: int, dst: int, pages: list[int], deadline_ns: int):
+    def __init__(self, lab: Lab, site: Any, src: int, dst: int, pages: list[int], deadline_ns: int):
         import threading
 
         self.rows: list[dict[str, Any]] = []
-        self.p = self  # what `finish` callers expect of a tool
-        self._t = threading.Thread(target=self._run, args=(lab, flow, src, dst, pages, deadline_ns), daemon=True)
+        self._t = threading.Thread(target=self._run, args=(lab, site, src, dst, pages, deadline_ns), daemon=True)
         self._t.start()
 
-    def _run(self, lab: Lab, flow: int, src: int, dst: int, pages: list[int], deadline_ns: int) -> None:
+    def _run(self, lab: Lab, site: Any, src: int, dst: int, pages: list[int], deadline_ns: int) -> None:
         from leoguard.emu.web import load_pages
 
-        site = _WEB_SITES[flow]
         for page in pages:
             left = (deadline_ns - time.monotonic_ns()) / 1e9
             if left < 2.0:
@@ -534,8 +532,15 @@ def _stop_tunnels(lab: Lab, wdir: Path, inner: dict[int, str]) -> dict[str, Any]
 
 
 def _start_servers(
-    scenario: Scenario, flows: list[dict[str, Any]], lab: Lab, wdir: Path, stack: contextlib.ExitStack
+    scenario: Scenario,
+    flows: list[dict[str, Any]],
+    lab: Lab,
+    wdir: Path,
+    stack: contextlib.ExitStack,
+    sites: dict[int, Any],
 ) -> list[tuple[str, _Proc]]:
+    """Starts each flow's receiving side (iperf3 server, probe receiver, web server); the web flows'
+    materialised sites go into `sites`."""
     procs = []
     for i, (f, fc) in enumerate(zip(scenario.flows, flows, strict=True)):
         port = BASE_PORT + i
@@ -545,7 +550,7 @@ def _start_servers(
 
             site = materialise_site(f.corpus_seed, f.page_list(), wdir / f"site{i}")
             stack.enter_context(WebServer(lab.hosts[dst].netns, site, [v6_addr(dst)]))
-            _WEB_SITES[i] = site
+            sites[i] = site
             continue
         if f.kind == "tcp":
             p = _Proc(lab, dst, ["iperf3", "-s", "-1", "-p", str(port), "-J"], wdir, f"server{i}")
@@ -567,7 +572,8 @@ def _start_clients(
     t0: int,
     paths: list[Any],
     inner: dict[int, str],
-) -> list[tuple[str, _Proc]]:
+    sites: dict[int, Any],
+) -> list[tuple[str, Any]]:
     starts = sorted(range(len(flows)), key=lambda i: scenario.flows[i].start_s)
     procs = []
     for i in starts:
@@ -585,7 +591,7 @@ def _start_clients(
         port = str(BASE_PORT + i)
         src, dst = fc["src"], fc["dst"]
         if f.kind == "web":
-            procs.append((f"web{i}", _WebLoads(lab, i, src, dst, f.page_list(), t0 + int(run_s * 1e9) + at - t0)))
+            procs.append((f"web{i}", _WebLoads(lab, sites[i], src, dst, f.page_list(), at + int(run_s * 1e9))))
             continue
         if f.kind == "tcp":
             args = ["iperf3", "-c", inner.get(i, v6_addr(dst)), "-p", port, "-J", "-C", KERNEL_CC[f.cc]]
