@@ -16,6 +16,25 @@ from leoguard import _core
 from leoguard.scenario import Scenario, load_scenario
 
 
+def flow_summary(r: dict[str, Any]) -> dict[str, Any]:
+    """One flow of a run's summary (`leoguard run --json` and `leoguard emu run --json` print these)."""
+    return {
+        "flow": r["flow"],
+        "src": r["src"],
+        "dst": r["dst"],
+        "kind": r["kind"],
+        "cc": r["cc"],
+        "goodput_bps": round(r["goodput_bps"], 1),
+        "delivered_bytes": r["delivered_bytes"],
+        "retransmissions": r["retransmissions"],
+        "rtos": r["rtos"],
+        "endpoint_loss": r["endpoint_loss"],
+        "network_loss": r["network_loss"],
+        "fct_s": r["fct_s"],
+        "owd_ms": {"p50": r["owd_ms_p50"], "p99": r["owd_ms_p99"]},
+    }
+
+
 @dataclass
 class Results:
     """A run's results: per-flow summary and time series, per-packet records, per-link counters and
@@ -74,24 +93,7 @@ class Results:
             "packet_hops": self.packet_hops,
             "wall_s": round(self.wall_s, 4),
             "run_s": round(self.run_s, 4),
-            "flows": [
-                {
-                    "flow": r["flow"],
-                    "src": r["src"],
-                    "dst": r["dst"],
-                    "kind": r["kind"],
-                    "cc": r["cc"],
-                    "goodput_bps": round(r["goodput_bps"], 1),
-                    "delivered_bytes": r["delivered_bytes"],
-                    "retransmissions": r["retransmissions"],
-                    "rtos": r["rtos"],
-                    "endpoint_loss": r["endpoint_loss"],
-                    "network_loss": r["network_loss"],
-                    "fct_s": r["fct_s"],
-                    "owd_ms": {"p50": r["owd_ms_p50"], "p99": r["owd_ms_p99"]},
-                }
-                for r in self.flows.iter_rows(named=True)
-            ],
+            "flows": [flow_summary(r) for r in self.flows.iter_rows(named=True)],
             "links": {
                 "realised_loss_max": float(self.links["realised_loss"].max() or 0.0),
                 "drops_queue": int(self.links["drops_queue"].sum()),

@@ -5,6 +5,7 @@
 //! namespaces, starts the tools and collects the results; see docs/emulator.md.
 
 pub mod capture;
+pub mod config;
 pub mod dataplane;
 pub mod hbh;
 pub mod hist;

@@ -4,6 +4,7 @@
 
 use leoguard_core::{stream, Bps, Duration, Instant};
 use leoguard_net::loss::LossModel;
+use leoguard_net::routes::NextHops;
 use leoguard_net::topo::{Control, Driver, NetBuilder};
 use leoguard_net::{Link, LinkId, NodeId, QueueLimit};
 
@@ -17,8 +18,8 @@ pub struct EmuNet {
     pub nodes: usize,
     /// Links; the packet handle is the data plane's buffer slot.
     pub links: Vec<Link<u32>>,
-    /// routes[dst][at] = next link (a column per destination, allocated on first use).
-    pub routes: Vec<Vec<Option<LinkId>>>,
+    /// Next hops (leoguard-net's table, shared with the simulator).
+    pub routes: NextHops,
     /// Scheduled control batches, in the order they were scheduled (applied by time, then order).
     pub scheduled: Vec<(Instant, Vec<Control>)>,
     /// The topology driver (constellations), first run at `.1`.
@@ -29,24 +30,17 @@ pub struct EmuNet {
 impl EmuNet {
     /// An empty network of `nodes` nodes; links get random streams from `seed` as in the simulator.
     pub fn new(nodes: usize, seed: u64) -> Self {
-        EmuNet { nodes, links: Vec::new(), routes: vec![Vec::new(); nodes], scheduled: Vec::new(), driver: None, seed }
+        EmuNet { nodes, links: Vec::new(), routes: NextHops::new(nodes), scheduled: Vec::new(), driver: None, seed }
     }
 
     /// Sets (or with `None` removes) `at`'s next hop towards `dst`.
     pub fn set_route(&mut self, at: NodeId, dst: NodeId, via: Option<LinkId>) {
-        let column = &mut self.routes[dst.0 as usize];
-        if column.is_empty() {
-            if via.is_none() {
-                return;
-            }
-            column.resize(self.nodes, None);
-        }
-        column[at.0 as usize] = via;
+        self.routes.set(at, dst, via);
     }
 
     /// The next hop of `at` towards `dst`.
     pub fn next_hop(&self, at: u32, dst: u32) -> Option<LinkId> {
-        self.routes.get(dst as usize).and_then(|c| c.get(at as usize).copied().flatten())
+        self.routes.get(NodeId(at), NodeId(dst))
     }
 
     /// The path a packet from `src` to `dst` takes now (links), if the routes reach it without a loop.

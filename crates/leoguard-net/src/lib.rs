@@ -8,6 +8,7 @@ pub mod host;
 pub mod link;
 pub mod loss;
 pub mod packet;
+pub mod routes;
 pub mod schemes;
 pub mod topo;
 

@@ -57,8 +57,8 @@ pub struct Sim {
     /// Links, events and packets.
     pub net: Network,
     nodes: usize,
-    /// routes[dst][at] = link (allocated per destination on first use).
-    routes: Vec<Vec<Option<LinkId>>>,
+    /// Next hops (leoguard-net's table, shared with the emulator).
+    routes: leoguard_net::routes::NextHops,
     agents: Vec<Slot>,
     /// Node-wide endpoint of each node.
     node_agent: Vec<Option<u32>>,
@@ -124,7 +124,7 @@ impl Sim {
     pub fn new(nodes: usize, seed: u64) -> Self {
         Sim {
             nodes,
-            routes: vec![Vec::new(); nodes],
+            routes: leoguard_net::routes::NextHops::new(nodes),
             node_agent: vec![None; nodes],
             hooks: vec![None; nodes],
             seed,
@@ -154,19 +154,12 @@ impl Sim {
     }
 
     fn set_route(&mut self, at: NodeId, dst: NodeId, via: Option<LinkId>) {
-        let column = &mut self.routes[dst.0 as usize];
-        if column.is_empty() {
-            if via.is_none() {
-                return;
-            }
-            column.resize(self.nodes, None);
-        }
-        column[at.0 as usize] = via;
+        self.routes.set(at, dst, via);
     }
 
     /// The next hop of `at` towards `dst`.
     pub fn next_hop(&self, at: NodeId, dst: NodeId) -> Option<LinkId> {
-        self.routes.get(dst.0 as usize).and_then(|c| c.get(at.0 as usize).copied().flatten())
+        self.routes.get(at, dst)
     }
 
     fn add_agent(&mut self, node: NodeId, agent: Box<dyn Agent>) -> u32 {

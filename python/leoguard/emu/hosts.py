@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from leoguard.errors import LeoguardError
+from leoguard.tunnel import _alive
 
 REGISTRY = Path("/run/leoguard-emu")
 PREFIX = "lgemu-"
@@ -45,16 +46,6 @@ def _pyroute2():
     except ImportError as e:  # pragma: no cover - a broken install
         raise LeoguardError("pyroute2 is missing: run `make setup` (it is a leoguard dependency)") from e
     return pyroute2
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _ns_pids(name: str) -> list[int]:

@@ -25,6 +25,7 @@ from leoguard import _core
 from leoguard.emu.hosts import Lab, cleanup, softnet_drops, v6_addr
 from leoguard.errors import LeoguardError
 from leoguard.scenario import Scenario, load_scenario
+from leoguard.simulate import flow_summary
 
 KERNEL_CC = {"cubic": "cubic", "bbr": "bbr", "reno": "reno", "newreno": "reno"}
 """Scenario congestion controls the kernel has (Linux's reno is NewReno with SACK)."""
@@ -152,24 +153,7 @@ class EmuResults:
             "complete": self.complete,
             "packet_hops": self.emulator.get("packet_hops"),
             "wall_s": round(self.wall_s, 4),
-            "flows": [
-                {
-                    "flow": r["flow"],
-                    "src": r["src"],
-                    "dst": r["dst"],
-                    "kind": r["kind"],
-                    "cc": r["cc"],
-                    "goodput_bps": round(r["goodput_bps"], 1),
-                    "delivered_bytes": r["delivered_bytes"],
-                    "retransmissions": r["retransmissions"],
-                    "rtos": r["rtos"],
-                    "endpoint_loss": r["endpoint_loss"],
-                    "network_loss": r["network_loss"],
-                    "fct_s": r["fct_s"],
-                    "owd_ms": {"p50": r["owd_ms_p50"], "p99": r["owd_ms_p99"]},
-                }
-                for r in self.flows.iter_rows(named=True)
-            ],
+            "flows": [flow_summary(r) for r in self.flows.iter_rows(named=True)],
             "links": {
                 "realised_loss_max": float(self.links["realised_loss"].max() or 0.0) if len(self.links) else 0.0,
                 "drops_queue": int(self.links["drops_queue"].sum()) if len(self.links) else 0,
