@@ -16,6 +16,22 @@ from leoguard import _core
 from leoguard.scenario import Scenario, load_scenario
 
 
+def web_summary(web: pl.DataFrame) -> list[dict[str, Any]]:
+    """Per web flow of a `web` table: loads started and finished, mean and median page load time and
+    Speed Index (finished loads), and the retransmissions when the table has them (the simulator's)."""
+    extra = [pl.col("retransmissions").sum()] if "retransmissions" in web.columns else []
+    g = web.group_by("flow", maintain_order=True).agg(
+        pl.len().alias("loads"),
+        pl.col("plt_s").count().alias("finished"),
+        pl.col("plt_s").mean().alias("plt_mean_s"),
+        pl.col("plt_s").median().alias("plt_median_s"),
+        pl.col("speed_index_s").mean().alias("speed_index_mean_s"),
+        pl.col("speed_index_s").median().alias("speed_index_median_s"),
+        *extra,
+    )
+    return [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()} for r in g.iter_rows(named=True)]
+
+
 def flow_summary(r: dict[str, Any]) -> dict[str, Any]:
     """One flow of a run's summary (`leoguard run --json` and `leoguard emu run --json` print these)."""
     return {
@@ -112,19 +128,7 @@ class Results:
     def web_summary(self) -> list[dict[str, Any]]:
         """Per web flow: loads started and finished, mean and median page load time and Speed Index
         (finished loads), retransmissions."""
-        g = self.web.group_by("flow", maintain_order=True).agg(
-            pl.len().alias("loads"),
-            pl.col("plt_s").count().alias("finished"),
-            pl.col("plt_s").mean().alias("plt_mean_s"),
-            pl.col("plt_s").median().alias("plt_median_s"),
-            pl.col("speed_index_s").mean().alias("speed_index_mean_s"),
-            pl.col("speed_index_s").median().alias("speed_index_median_s"),
-            pl.col("retransmissions").sum(),
-        )
-        out = []
-        for r in g.iter_rows(named=True):
-            out.append({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()})
-        return out
+        return web_summary(self.web)
 
     def loss_models(self) -> list[dict[str, Any]]:
         """Per loss model and parameter set: how many links carry it and the loss it realised over all

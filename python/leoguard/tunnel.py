@@ -73,7 +73,7 @@ def up(config: Path, run_dir: Path | None = None, netns: str | None = None) -> T
     pid_file, log, stats = rd / f"{name}.pid", rd / f"{name}.log", rd / f"{name}.json"
     if pid_file.exists():
         old = int(pid_file.read_text().strip() or 0)
-        if old and _alive(old):
+        if old and alive(old):
             raise LeoguardError(f"tunnel {name!r} is already running (pid {old}, {pid_file})")
     stats.unlink(missing_ok=True)
     start = log.stat().st_size if log.exists() else 0
@@ -104,7 +104,8 @@ def _read_from(path: Path, offset: int) -> str:
         return f.read().decode(errors="replace")
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -127,14 +128,14 @@ def down(name: str, run_dir: Path | None = None, netns: str | None = None) -> di
     if not pid_file.exists():
         raise LeoguardError(f"tunnel {name!r} is not running (no {pid_file})")
     pid = int(pid_file.read_text().strip() or 0)
-    if pid and _alive(pid):
+    if pid and alive(pid):
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 3.0
-        while _alive(pid) and time.monotonic() < deadline:
+        while alive(pid) and time.monotonic() < deadline:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
             time.sleep(0.02)
-        if _alive(pid):
+        if alive(pid):
             os.kill(pid, signal.SIGKILL)
     pid_file.unlink(missing_ok=True)
     prefix = ["ip", "netns", "exec", netns] if netns else []

@@ -60,6 +60,12 @@ def _emulate_rt(sc):
     return r
 
 
+def _lossy_links(hops: int, p: float, delay_ms: float) -> list[dict]:
+    """`hops` links of 20 Mbit/s in a row, each with Bernoulli loss `p` (forward direction)."""
+    loss = {"model": "bernoulli", "p": p}
+    return [{"a": i, "b": i + 1, "rate_mbps": 20, "delay_ms": delay_ms, "loss": loss} for i in range(hops)]
+
+
 def _binomial_99(n: int, p: float) -> tuple[float, float]:
     """The 99 % interval of a binomial proportion (normal approximation with continuity)."""
     sd = math.sqrt(p * (1 - p) / n)
@@ -251,10 +257,7 @@ def test_satguard_and_linkguardian_run_on_the_real_packets():
     _require_root()
 
     def run(scheme: str | None):
-        links = [
-            {"a": i, "b": i + 1, "rate_mbps": 20, "delay_ms": 10, "loss": {"model": "bernoulli", "p": 0.02}}
-            for i in range(3)
-        ]
+        links = _lossy_links(3, 0.02, 10)
         d = {
             "name": f"emu-{scheme}",
             "duration_s": 5.0,
@@ -322,10 +325,7 @@ def test_a_capture_of_an_emulated_link_opens_in_tshark_with_the_satguard_options
     tshark = shutil.which("tshark")
     if tshark is None:
         pytest.fail("tshark is missing: run `make setup`")
-    links = [
-        {"a": i, "b": i + 1, "rate_mbps": 20, "delay_ms": 5, "loss": {"model": "bernoulli", "p": 0.02}}
-        for i in range(2)
-    ]
+    links = _lossy_links(2, 0.02, 5)
     sc = from_dict(
         {
             "name": "emu-capture",
@@ -359,10 +359,7 @@ def test_the_liquid_tunnel_joins_the_emulated_path():
     _require_root()
 
     def run(liquid: bool):
-        links = [
-            {"a": i, "b": i + 1, "rate_mbps": 20, "delay_ms": 10, "loss": {"model": "bernoulli", "p": 0.01}}
-            for i in range(2)
-        ]
+        links = _lossy_links(2, 0.01, 10)
         d = {
             "name": "emu-liquid",
             "duration_s": 8.0,

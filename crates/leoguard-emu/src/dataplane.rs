@@ -379,7 +379,7 @@ impl DataPlane {
     /// its Hop-by-Hop header; the link charges the larger of its real size and the size the scheme
     /// modelled (an encapsulation the bytes do not carry).
     pub(crate) fn put_on(&mut self, link: LinkId, slot: u32, t: u64) {
-        let size = self.stamp(slot, link).max(self.pkts[slot as usize].size);
+        let size = self.stamp(slot).max(self.pkts[slot as usize].size);
         match self.net.links[link.0 as usize].offer(
             Instant(t),
             slot,

@@ -83,9 +83,9 @@ pub fn node_addr(node: u32) -> Ipv6Addr {
     Ipv6Addr::new(0xfd00, 0x6c67, 0xffff, 0, 0, 0, ((node + 1) >> 16) as u16, (node + 1) as u16)
 }
 
-/// Writes a link-local control packet from `from` to `to` carrying `h` (no payload; hop limit 255 as
-/// for link-local signalling) and pads it to `size` bytes with a PadN-free zero payload of Next
-/// Header "no next header", so the link charges the size the scheme modelled. Returns its length.
+/// Writes a link-local control packet from `from` to `to` carrying `h` (Next Header "no next header",
+/// hop limit 255 as for link-local signalling), followed by zero bytes up to `size` so the link charges
+/// the size the scheme modelled. Returns its length.
 pub fn control(buf: &mut [u8], from: u32, to: u32, tc: u8, h: &HbhRepr, size: usize) -> Option<usize> {
     let mut h = *h;
     h.next_header = leoguard_wire::NEXT_HEADER_NONE;

@@ -7,7 +7,7 @@
 //! keeps the TUN devices (which vanish with it) until the orchestrator has read their counters and
 //! sends one more line or closes the pipe.
 
-use crate::dataplane::{Cause, DataPlane, Report};
+use crate::dataplane::{DataPlane, Report};
 use crate::hist::Histogram;
 use leoguard_core::Duration;
 use serde_json::{json, Value};
@@ -101,18 +101,3 @@ pub fn serve(
     drop(devices);
     Ok(v)
 }
-
-/// Every drop cause, for documentation and tests.
-pub const CAUSES: [Cause; 11] = [
-    Cause::Queue,
-    Cause::Loss,
-    Cause::Down,
-    Cause::NoRoute,
-    Cause::UnknownDst,
-    Cause::Multicast,
-    Cause::Malformed,
-    Cause::TooBig,
-    Cause::PoolExhausted,
-    Cause::TunWrite,
-    Cause::RetxEvicted,
-];

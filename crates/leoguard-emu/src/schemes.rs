@@ -33,6 +33,8 @@ pub struct SchemeHost {
     /// Masters in the order they were made: (expiry, flow, seq).
     master_q: VecDeque<(u64, u32, u64)>,
     retain_ns: u64,
+    /// Whether any node runs a hook (asked for every packet, so kept rather than recomputed).
+    active: bool,
     /// Counters.
     pub stats: HostStats,
 }
@@ -66,6 +68,7 @@ impl SchemeHost {
             }
         }
         SchemeHost {
+            active: by_node.iter().any(Option::is_some),
             hooks: by_node,
             ctx: Ctx::default(),
             scheme,
@@ -78,7 +81,7 @@ impl SchemeHost {
 
     /// Whether any node runs a hook.
     pub fn active(&self) -> bool {
-        self.hooks.iter().any(Option::is_some)
+        self.active
     }
 
     /// Whether `p` is a link-local control packet (it rides the links' prioritised channel).
@@ -238,8 +241,8 @@ impl DataPlane {
         self.schemes.master_q.push_back((t + self.schemes.retain_ns, key.0, key.1));
     }
 
-    /// Writes the packet's scheme fields into its Hop-by-Hop header for `link`; returns its length.
-    pub(crate) fn stamp(&mut self, slot: u32, _link: LinkId) -> u32 {
+    /// Writes the packet's scheme fields into its Hop-by-Hop header; returns its length.
+    pub(crate) fn stamp(&mut self, slot: u32) -> u32 {
         let len = self.meta[slot as usize].len as usize;
         if self.schemes.scheme == WireScheme::None || !self.schemes.active() {
             return len as u32;

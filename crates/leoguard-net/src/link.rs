@@ -177,10 +177,12 @@ impl<P: Copy> Link<P> {
 
     /// Whether a packet of `size` bytes offered now would find room (an idle transmitter or space in
     /// the queue); a link that is down or loses the packet in transmission still "accepts" it.
+    #[inline]
     pub fn has_room(&self, size: u32) -> bool {
         self.tx.is_none() || self.fits(u64::from(size))
     }
 
+    #[inline]
     fn fits(&self, size: u64) -> bool {
         match self.limit {
             QueueLimit::Bytes(b) => self.queued_bytes + size <= b,
@@ -190,11 +192,13 @@ impl<P: Copy> Link<P> {
 
     /// How long a packet of `size` bytes offered now waits until its last bit is sent: the queue ahead
     /// of it and its own serialisation (the packet on the transmitter is left out: at most one MTU).
+    #[inline]
     pub fn egress_wait(&self, size: u32) -> Duration {
         self.rate.transmission_time(Bytes(self.queued_bytes + u64::from(size))).unwrap_or(Duration::ZERO)
     }
 
     /// The propagation delay a packet starting to propagate at `now` gets.
+    #[inline]
     pub fn delay_at(&self, now: Instant) -> Duration {
         match self.ramp {
             Some((t0, d0, t1, d1)) if now >= t0 && now < t1 && t1 > t0 => {
@@ -221,6 +225,7 @@ impl<P: Copy> Link<P> {
     }
 
     /// Offers packet `pkt` of `size` bytes at `now`; `control` marks a link-local control packet.
+    #[inline]
     pub fn offer(&mut self, now: Instant, pkt: P, size: u32, control: bool) -> Offer<P> {
         self.stats.offered += 1;
         if !self.up {
@@ -257,6 +262,7 @@ impl<P: Copy> Link<P> {
 
     /// The serialisation in progress ended at `now`: that packet starts propagating and the next one
     /// starts serialising.
+    #[inline]
     pub fn tx_done(&mut self, now: Instant) -> TxDone<P> {
         let mut out = TxDone { head_arrival: None, next_done: None };
         let Some((pkt, size)) = self.tx.take() else { return out };
@@ -281,6 +287,7 @@ impl<P: Copy> Link<P> {
     /// The head of the wire arrives (an arrival scheduled in up-epoch `epoch`). Returns the packet and
     /// the next head's arrival to schedule; `None` for an arrival of an earlier epoch (the link went
     /// down since and its packets were already reported lost by [`Link::set_state`]).
+    #[inline]
     pub fn arrive(&mut self, epoch: u32) -> Option<(P, Option<(Instant, P)>)> {
         if epoch != self.epoch {
             return None;

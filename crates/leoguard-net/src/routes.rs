@@ -31,6 +31,7 @@ impl NextHops {
     }
 
     /// The next hop of `at` towards `dst`.
+    #[inline]
     pub fn get(&self, at: NodeId, dst: NodeId) -> Option<LinkId> {
         self.columns.get(dst.0 as usize).and_then(|c| c.get(at.0 as usize).copied().flatten())
     }

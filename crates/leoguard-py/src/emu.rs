@@ -13,6 +13,8 @@ use pyo3::types::PyDict;
 /// The emulated network of a scenario, with its per-hop scheme's hooks (the simulator's own, built by
 /// leoguard-net for the same nodes) and the options their fields travel in.
 struct Built {
+    /// Per flow: (src, dst) nodes.
+    ends: Vec<(u32, u32)>,
     net: EmuNet,
     duration: leoguard_core::Duration,
     hooks: NodeHooks,
@@ -38,7 +40,8 @@ fn build(spec: &Bound<'_, PyDict>) -> PyResult<Built> {
         }
         None => Vec::new(),
     };
-    Ok(Built { net, duration: s.duration, hooks, wire })
+    let ends = s.flows.iter().map(|f| (f.src, f.dst)).collect();
+    Ok(Built { ends, net, duration: s.duration, hooks, wire })
 }
 
 /// A path's links as (from, to, rate_bps, delay_ns).
@@ -48,12 +51,11 @@ type PathLinks = Vec<(u32, u32, u64, u64)>;
 /// at t = 0 as (from, to, rate_bps, delay_ns) (the orchestrator checks real-time feasibility with it).
 #[pyfunction]
 fn emu_check(spec: &Bound<'_, PyDict>) -> PyResult<Vec<Option<PathLinks>>> {
-    let s = scenario(spec)?;
-    let net = build(spec)?.net;
-    Ok(s.flows
+    let Built { ends, net, .. } = build(spec)?;
+    Ok(ends
         .iter()
-        .map(|f| {
-            net.path(f.src, f.dst).map(|p| {
+        .map(|&(src, dst)| {
+            net.path(src, dst).map(|p| {
                 p.iter()
                     .map(|l| {
                         let l = &net.links[l.0 as usize];
@@ -87,9 +89,21 @@ fn emu_dataplane(py: Python<'_>, spec: &Bound<'_, PyDict>, cfg_json: &str) -> Py
     .map_err(LeoguardError::new_err)
 }
 
+/// Bytes a per-hop scheme's Hop-by-Hop header adds to a protected data packet (`satguard`,
+/// `linkguardian`; anything else: 0): what the emulator takes off the hosts' MTU.
+#[pyfunction]
+fn scheme_header_bytes(scheme: &str) -> u32 {
+    leoguard_net::schemes::wire::data_header_bytes(match scheme {
+        "satguard" => WireScheme::Satguard,
+        "linkguardian" => WireScheme::LinkGuardian,
+        _ => WireScheme::None,
+    })
+}
+
 /// Adds the emulator functions to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(emu_check, m)?)?;
     m.add_function(wrap_pyfunction!(emu_dataplane, m)?)?;
+    m.add_function(wrap_pyfunction!(scheme_header_bytes, m)?)?;
     Ok(())
 }

@@ -3,13 +3,12 @@
 //! per-link counters (their types and their collection: `scenario/results.rs`). The Python front builds
 //! this from TOML; tests build it directly.
 
-use crate::constellation::{ConstellationTopo, TopoError};
+use crate::constellation::ConstellationTopo;
 use crate::engine::NodeId;
-use crate::loss::LossError;
 use crate::sim::{AgentId, CbrSource, Sim, Sink};
 use crate::tcp_agent::{TcpSink, TcpSource};
 use leoguard_core::{Bps, Duration, Instant};
-use leoguard_net::topo::{Topology, TopologyError};
+use leoguard_net::topo::Topology;
 use leoguard_proto::cc;
 use leoguard_proto::tcp::{TcpConfig, TcpReceiver, TcpSender};
 
@@ -113,48 +112,12 @@ pub struct Scenario {
     pub capture: Option<crate::capture::CaptureSpec>,
 }
 
-/// A scenario that cannot run; the message names the field.
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum ScenarioError {
-    /// A field is invalid.
-    #[error("invalid {field} = {value}: {reason}")]
-    Invalid {
-        /// Field path, e.g. `links[2].rate_bps`.
-        field: String,
-        /// The value.
-        value: String,
-        /// The rule.
-        reason: String,
-    },
-    /// The LEO path is invalid.
-    #[error(transparent)]
-    Leo(#[from] crate::leo::LeoError),
-    /// The constellation topology is invalid.
-    #[error(transparent)]
-    Topo(#[from] TopoError),
-    /// A loss model is invalid.
-    #[error("{field}: {source}")]
-    Loss {
-        /// Field path of the loss model.
-        field: String,
-        /// The loss model's error.
-        source: LossError,
-    },
-}
+/// A scenario that cannot run; the message names the field (the same error type as a topology's, so
+/// both engines reject a scenario with the same words).
+pub use leoguard_net::topo::TopologyError as ScenarioError;
 
 fn invalid(field: String, value: impl ToString, reason: &str) -> ScenarioError {
     ScenarioError::Invalid { field, value: value.to_string(), reason: reason.to_string() }
-}
-
-impl From<TopologyError> for ScenarioError {
-    fn from(e: TopologyError) -> Self {
-        match e {
-            TopologyError::Invalid { field, value, reason } => ScenarioError::Invalid { field, value, reason },
-            TopologyError::Leo(e) => ScenarioError::Leo(e),
-            TopologyError::Topo(e) => ScenarioError::Topo(e),
-            TopologyError::Loss { field, source } => ScenarioError::Loss { field, source },
-        }
-    }
 }
 
 impl Scenario {

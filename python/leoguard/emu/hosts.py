@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from leoguard.errors import LeoguardError
-from leoguard.tunnel import _alive
+from leoguard.tunnel import alive
 
 REGISTRY = Path("/run/leoguard-emu")
 PREFIX = "lgemu-"
@@ -77,7 +77,7 @@ def remove_namespace(name: str) -> None:
         if not pids:
             break
         deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        while time.monotonic() < deadline and any(alive(p) for p in pids):
             time.sleep(0.02)
     netns = _pyroute2().netns
     with contextlib.suppress(OSError, FileNotFoundError):
@@ -95,7 +95,7 @@ def cleanup(all_runs: bool = False) -> list[str]:
         except (OSError, ValueError):
             f.unlink(missing_ok=True)
             continue
-        if not all_runs and _alive(int(info.get("pid", 0))):
+        if not all_runs and alive(int(info.get("pid", 0))):
             live.update(info.get("namespaces", []))
             continue
         for p in info.get("children", []):

@@ -25,7 +25,7 @@ from leoguard import _core
 from leoguard.emu.hosts import Lab, cleanup, softnet_drops, v6_addr
 from leoguard.errors import LeoguardError
 from leoguard.scenario import Scenario, load_scenario
-from leoguard.simulate import flow_summary
+from leoguard.simulate import flow_summary, web_summary
 
 KERNEL_CC = {"cubic": "cubic", "bbr": "bbr", "reno": "reno", "newreno": "reno"}
 """Scenario congestion controls the kernel has (Linux's reno is NewReno with SACK)."""
@@ -171,16 +171,7 @@ class EmuResults:
 
     def web_summary(self) -> list[dict[str, Any]]:
         """Per web flow: loads, finished loads, mean and median PLT and Speed Index (finished loads)."""
-        g = self.web.group_by("flow", maintain_order=True).agg(
-            pl.len().alias("loads"),
-            pl.col("plt_s").count().alias("finished"),
-            pl.col("plt_s").mean().alias("plt_mean_s"),
-            pl.col("plt_s").median().alias("plt_median_s"),
-            pl.col("speed_index_s").mean().alias("speed_index_mean_s"),
-            pl.col("speed_index_s").median().alias("speed_index_median_s"),
-        )
-        rows = g.iter_rows(named=True)
-        return [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()} for r in rows]
+        return web_summary(self.web)
 
     def write(self, directory: str | Path) -> dict[str, Path]:
         """Parquet per table and run.json (scenario, engine, emulator figures, the tools' raw reports)."""
@@ -327,7 +318,10 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
     try:
         # The per-hop scheme's options grow every packet on the emulated links: the hosts send that
         # much less, so no emulated link carries more than emu.mtu bytes.
-        overhead = 16 if scenario.satguard is not None else 8 if scenario.linkguardian is not None else 0
+        scheme = (
+            "satguard" if scenario.satguard is not None else "linkguardian" if scenario.linkguardian is not None else ""
+        )
+        overhead = _core.scheme_header_bytes(scheme)
         lab.create(ends, scenario.emu.mtu - overhead)
         tunnelled = liquid_flows(scenario)
         cpu = scenario.emu.cpu if scenario.emu.cpu is not None else max(os.sched_getaffinity(0))

@@ -61,7 +61,7 @@ use leoguard_core::{Bps, Bytes, Duration, Instant, Seq16};
 use leoguard_proto::linkguardian::{
     GiveUpReason, LgAck, LgConfig, LgConfigError, LgEvent, LgReceiver, LgSender, OutKind,
 };
-use leoguard_wire::{HbhRepr, LinkGuardianAck, LinkGuardianSeq, IPV6_HEADER_LEN, NEXT_HEADER_NONE, NEXT_HEADER_UDP};
+use leoguard_wire::{HbhRepr, LinkGuardianAck, LinkGuardianSeq, IPV6_HEADER_LEN, NEXT_HEADER_NONE};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -70,9 +70,7 @@ pub use leoguard_wire::TC_DELAY_SENSITIVE;
 
 /// Bytes the Hop-by-Hop header with the LinkGuardian seq option adds to a data packet.
 fn seq_bytes() -> u32 {
-    let mut h = HbhRepr::new(NEXT_HEADER_UDP);
-    h.lg_seq = Some(LinkGuardianSeq::default());
-    h.buffer_len() as u32
+    super::wire::data_header_bytes(super::wire::WireScheme::LinkGuardian)
 }
 
 /// Size of an ACK packet: the IPv6 header plus a Hop-by-Hop header with the LinkGuardian ACK option.

@@ -65,6 +65,12 @@ pub fn data_hbh(scheme: WireScheme, net_flags: u8, hseq: u16, fseq: u16, tc: u8,
     (h.options().next().is_some()).then_some(h)
 }
 
+/// Bytes the scheme's Hop-by-Hop header adds to a protected data packet (SATGUARD: HSeq and FSeq;
+/// LinkGuardian: its sequence number; none: 0).
+pub fn data_header_bytes(scheme: WireScheme) -> u32 {
+    data_hbh(scheme, NET_HSEQ | NET_FSEQ, 0, 0, 0, leoguard_wire::NEXT_HEADER_UDP).map_or(0, |h| h.buffer_len() as u32)
+}
+
 /// The Hop-by-Hop header of a link-local control packet: a SATGUARD HAck, a LinkGuardian dummy (it
 /// carries a link sequence number) or a LinkGuardian ACK.
 pub fn control_hbh(scheme: WireScheme, net_flags: u8, hseq: u16, ack: u64, next_header: u8) -> Option<HbhRepr> {

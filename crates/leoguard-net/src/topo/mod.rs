@@ -131,7 +131,8 @@ pub struct Topology<'a> {
     pub constellation: Option<&'a constellation::ConstellationTopo>,
 }
 
-/// A topology that cannot be built; the message names the field.
+/// A scenario or its topology that cannot run; the message names the field (the simulator's
+/// `ScenarioError` is this type).
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum TopologyError {
     /// A field is invalid.

@@ -36,9 +36,7 @@ use leoguard_core::KeySet;
 use leoguard_core::{Duration, Instant, Seq16};
 use leoguard_proto::satguard::hop::{HAck, HopConfig, HopError, HopReceiver, HopSender};
 use leoguard_proto::satguard::reorder::{Pushed, ReorderBuffer, ReorderConfig};
-use leoguard_wire::{
-    HbhRepr, SatguardFlow, SatguardHack, SatguardHop, IPV6_HEADER_LEN, NEXT_HEADER_NONE, NEXT_HEADER_UDP,
-};
+use leoguard_wire::{HbhRepr, SatguardHack, IPV6_HEADER_LEN, NEXT_HEADER_NONE};
 use migrate::{Inbox, Outgoing};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -52,10 +50,7 @@ pub use leoguard_wire::TC_DELAY_SENSITIVE;
 /// Bytes the Hop-by-Hop options header adds to a protected packet: the wire format's header with the
 /// HSeq and FSeq options.
 fn hbh_bytes() -> u32 {
-    let mut h = HbhRepr::new(NEXT_HEADER_UDP);
-    h.hop = Some(SatguardHop::default());
-    h.flow = Some(SatguardFlow::default());
-    h.buffer_len() as u32
+    super::wire::data_header_bytes(super::wire::WireScheme::Satguard)
 }
 
 /// Size of a HAck packet: the IPv6 header plus a Hop-by-Hop header with the HAck option.

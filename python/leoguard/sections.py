@@ -1,0 +1,150 @@
+"""The optional sections of a scenario: the per-hop and end-to-end schemes (`[satguard]`,
+`[linkguardian]`, `[mpep]`, `[tambur]`, `[liquid]`), `[capture]` and the emulator's `[emu]`; and the
+base model every scenario model shares (unknown fields are errors). `leoguard.scenario` re-exports
+them; the split keeps each file to one responsibility."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Satguard(_Model):
+    """SATGUARD on every node of the satellite network (see docs/satguard.md). Only flows marked
+    `delay_sensitive` are protected unless `process_all` (partial traffic processing off). Each
+    technique can be switched off for ablation: `migration` (handover-aware buffer migration, §3.2),
+    `beam_timers` (per-beam loss timers on user downlinks, §3.3; off: one fixed `timeout_ms` timer) and
+    `reorder` (the ground-side FSeq reorder buffer, §3.4)."""
+
+    buffer_bytes: int = Field(default=4_000_000, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=255)
+    timeout_ms: float = Field(default=20.0, gt=0)
+    process_all: bool = False
+    migration: bool = True
+    beam_timers: bool = True
+    beam_guard_ms: float = Field(default=0.5, ge=0)
+    reorder: bool = True
+    reorder_initial_hold_ms: float = Field(default=20.0, gt=0)
+    reorder_min_hold_ms: float = Field(default=1.0, gt=0)
+    reorder_max_hold_ms: float = Field(default=200.0, gt=0)
+    commit_grace_ms: float = Field(default=50.0, ge=0)
+    dedup_window: int = Field(default=16_384, ge=1, lt=32_768)
+
+    @model_validator(mode="after")
+    def _holds(self) -> Satguard:
+        lo, init, hi = self.reorder_min_hold_ms, self.reorder_initial_hold_ms, self.reorder_max_hold_ms
+        if not lo <= init <= hi:
+            raise ValueError(f"reorder holds must satisfy min <= initial <= max, got {lo} <= {init} <= {hi} (ms)")
+        return self
+
+
+class LinkGuardian(_Model):
+    """LinkGuardian (the SATGUARD paper's "LinkGuard" baseline) on every node of the satellite network:
+    link-local retransmission designed for datacenter links, with no handover awareness. Only flows
+    marked `delay_sensitive` are protected unless `process_all`. On shared user links it uses one
+    fixed timer: `fixed_timeout_ms`, or by default twice the longest slant range's delay + 0.5 ms."""
+
+    ordered: bool = True
+    process_all: bool = False
+    fixed_timeout_ms: float | None = Field(default=None, gt=0)
+
+
+class Mpep(_Model):
+    """M-PEP (the SATGUARD paper's split-TCP baseline, see docs/mpep.md): every TCP flow is split at
+    proxies on the ground nodes its hosts hang off and on the ingress satellites of its ground nodes;
+    on a handover the satellite proxy's state migrates over the ISLs and both of its connections
+    restart in slow start. Constellation topologies only. `buffer_bytes`: each proxy's buffer (default:
+    the ground-link rate x 100 ms); `state_overhead_bytes`: connection state shipped per migration
+    besides the buffered data; `gateway_satellites`: also proxy on ground stations' ingress satellites.
+    Web connections are split the same way (both directions; the SYN terminates at the first proxy);
+    UDP (cbr) packets are relayed, held while a satellite proxy migrates, in at most
+    `udp_buffer_bytes` per flow (default: the proxy buffer; beyond it they are dropped and counted)."""
+
+    buffer_bytes: int | None = Field(default=None, ge=2896, le=1 << 32)
+    state_overhead_bytes: int = Field(default=4096, ge=0, le=1 << 32)
+    gateway_satellites: bool = True
+    udp_buffer_bytes: int | None = Field(default=None, ge=0, le=1 << 32)
+
+
+class Tambur(_Model):
+    """Tambur over fixed time slots at the two ends of TCP flows (all, or those in `flows`): the
+    SATGUARD paper's Tambur baseline for TCP traffic (docs/tambur.md). Runs instead of [satguard] or
+    [linkguardian]."""
+
+    tau: int = Field(default=3, ge=1, le=30)
+    u_fraction: float = Field(default=1 / 3, ge=0, le=1)
+    parity_ratio: float = Field(default=0.5, ge=0, le=4)
+    loss_memory_s: float = Field(default=2.0, gt=0)
+    slot_ms: float = Field(default=1000 / 30, ge=1, le=1000)
+    flows: list[int] | None = None
+
+
+class Liquid(_Model):
+    """The liquid data FEC tunnel (RaptorQ, RFC 6330) between the two end nodes of TCP flows (all, or
+    those in `flows`), coding both directions (docs/liquid.md). Runs instead of any other scheme."""
+
+    symbol_size: int = Field(default=1280, ge=16, le=8192)
+    block_ms: float = Field(default=5.0, gt=0, le=1000)
+    idle_ms: float = Field(default=1.0, gt=0, le=1000)
+    repair_ratio: float = Field(default=0.10, ge=0, le=4)
+    adaptive: bool = False
+    adaptive_target: float = Field(default=1e-3, ge=1e-9, lt=0.5)
+    abandon_ms: float = Field(default=1000.0, gt=0, le=60_000)
+    in_order: bool = False
+    max_block_packets: int = Field(default=1024, ge=1, le=8192)
+    feedback_delay_ms: float = Field(default=2.0, gt=0, le=60_000)
+    feedback_interval_ms: float = Field(default=20.0, gt=0, le=60_000)
+    feedback_retry_ms: float = Field(default=100.0, gt=0, le=60_000)
+    flows: list[int] | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _times(self) -> Liquid:
+        if self.idle_ms > self.block_ms:
+            raise ValueError(f"idle_ms = {self.idle_ms} must be at most block_ms = {self.block_ms}")
+        if self.abandon_ms <= self.block_ms:
+            raise ValueError(f"abandon_ms = {self.abandon_ms} must exceed block_ms = {self.block_ms}")
+        return self
+
+
+class Capture(_Model):
+    """A packet capture: every packet put on a link leaving one of `nodes` or arriving at one of them
+    over a link, as IPv6 packets in a pcap file (`Results.capture`, `capture.pcap`) that tshark and
+    Wireshark open. Nodes are numbers or names, as flow ends; a leo-path or constellation scenario may
+    also name its satellites. At most `max_packets` are recorded (the rest are counted); each keeps its
+    first `snaplen` bytes."""
+
+    nodes: list[int | str] = Field(min_length=1)
+    max_packets: int = Field(default=1_000_000, gt=0)
+    snaplen: int = Field(default=128, ge=1, le=65535)
+
+
+class Emu(_Model):
+    """Options only the real-time emulator reads (`leoguard emu run`; docs/emulator.md). The simulator
+    ignores them."""
+
+    mtu: int = Field(default=1500, ge=1280, le=2000)
+    """MTU of the hosts' TUN devices (IPv6 needs at least 1280)."""
+    cpu: int | None = Field(default=None, ge=0)
+    """CPU the data plane is pinned to (default: the last one; the hosts' software runs on the rest)."""
+    spin_us: int = Field(default=10_000, ge=0, le=10_000)
+    """The data plane spins instead of sleeping when its next event is this close. Sleeping on an idle
+    virtual CPU costs milliseconds of wake-up latency, so by default it spins (its core is its own)."""
+    omit_s: float = Field(default=0.0, ge=0, le=60)
+    """iperf3 leaves the first seconds of each tcp flow out of its goodput (-O: slow start excluded)."""
+    streams: int = Field(default=1, ge=1, le=128)
+    """Parallel TCP streams per tcp flow (iperf3 -P)."""
+    ping_interval_ms: float | None = Field(default=None, ge=1, le=10_000)
+    """Also ping from each flow's source to its destination at this interval (RTT probes)."""
+    pool_packets: int = Field(default=65536, ge=1024, le=4_194_304)
+    """Packets the emulated network can hold at once."""
+    late_us: int = Field(default=1000, ge=10, le=1_000_000)
+    """A delivery later than this against its model time counts as the emulator falling behind."""
+    max_packet_hops_per_s: float = Field(default=2.0e6, gt=0)
+    """What the data plane can carry (measure with `leoguard bench emu`): a scenario whose bulk flows
+    would need more is refused before it starts."""
+    tail_s: float = Field(default=1.0, ge=0.2, le=60)
+    """Senders stop this long (plus 4 round trips) before the end, so their last bytes and final reports
+    cross the network while it still runs."""
