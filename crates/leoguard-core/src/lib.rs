@@ -4,12 +4,14 @@
 //! randomness comes from [`rng::stream`], a reproducible generator derived from (run seed, component).
 
 pub mod keys;
+pub mod recent;
 pub mod rng;
 pub mod seq;
 pub mod time;
 pub mod units;
 
 pub use keys::{KeyMap, KeySet};
+pub use recent::RecentKeys;
 pub use rng::{stream, RngStream};
 pub use seq::Seq16;
 pub use time::{Duration, Instant};

@@ -582,6 +582,21 @@ impl DataPlane {
         }
     }
 
+    /// Brings the packet of the next event's arrival into cache while this event is handled.
+    #[inline]
+    fn prefetch_next(&self) {
+        if let Some(&Reverse((_, _, key))) = self.heap.peek() {
+            if let Ev::Arrive { slot, .. } = self.evs[key as usize] {
+                let s = slot as usize;
+                // The IPv6 header and the Hop-by-Hop options span the first two lines.
+                leoguard_os::prefetch(&self.bufs[s * SLOT]);
+                leoguard_os::prefetch(&self.bufs[s * SLOT + 64]);
+                leoguard_os::prefetch(&self.meta[s]);
+                leoguard_os::prefetch(&self.pkts[s]);
+            }
+        }
+    }
+
     fn handle(&mut self, at: u64, ev: Ev) {
         match ev {
             Ev::TxDone(l) => {
@@ -697,6 +712,7 @@ impl DataPlane {
                     break;
                 }
                 self.heap.pop();
+                self.prefetch_next();
                 let ev = self.evs[key as usize];
                 self.free_ev.push(key);
                 self.report.event_lateness.record(now.saturating_sub(at));

@@ -18,7 +18,7 @@
 //! The sender is generic over the host's packet handle `T` (the simulator stores a small struct, the
 //! emulator the bytes).
 
-use leoguard_core::{Duration, Instant, KeySet, Seq16};
+use leoguard_core::{Duration, Instant, RecentKeys, Seq16};
 use std::collections::VecDeque;
 
 /// Longest run a HAck reports, HSeqs (well inside the sender's 2^14 acceptance window).
@@ -445,9 +445,7 @@ pub struct HopReceiverStats {
 pub struct HopReceiver {
     run: Option<(Seq16, Seq16)>,
     beam: u16,
-    seen: KeySet,
-    order: VecDeque<u64>,
-    window: usize,
+    seen: RecentKeys,
     /// Counters.
     pub stats: HopReceiverStats,
 }
@@ -465,14 +463,7 @@ impl HopReceiver {
     /// A receiver in `beam` (0 on one-to-one links) remembering the last `window` packet keys for
     /// duplicate suppression.
     pub fn new(beam: u16, window: usize) -> Self {
-        HopReceiver {
-            run: None,
-            beam,
-            seen: KeySet::default(),
-            order: VecDeque::new(),
-            window: window.max(1),
-            stats: HopReceiverStats::default(),
-        }
+        HopReceiver { run: None, beam, seen: RecentKeys::new(window), stats: HopReceiverStats::default() }
     }
 
     /// A packet with `hseq` arrived; `key` identifies it end to end (flow and FSeq) and
@@ -495,16 +486,11 @@ impl HopReceiver {
         let hack = HAck { start, end, beam: self.beam };
         // Only a retransmission can duplicate a packet: first copies are never checked, only
         // remembered (a key set bounded to the last `window` packets).
-        let duplicate = retransmission && self.seen.contains(&key);
+        let duplicate = retransmission && self.seen.contains(key);
         if duplicate {
             self.stats.duplicates += 1;
-        } else if self.seen.insert(key) {
-            self.order.push_back(key);
-            if self.order.len() > self.window {
-                if let Some(old) = self.order.pop_front() {
-                    self.seen.remove(&old);
-                }
-            }
+        } else {
+            self.seen.insert(key);
         }
         Received { hack, duplicate }
     }

@@ -32,7 +32,7 @@ pub use stats::{HopRow, SatguardStats};
 use crate::host::{Agent, Ctx};
 use crate::link::LinkId;
 use crate::packet::{Packet, NET_CONTROL, NET_FSEQ, NET_HSEQ, NET_MIGRATED, NET_RETX, NET_SR, NET_VOID};
-use leoguard_core::KeySet;
+use leoguard_core::RecentKeys;
 use leoguard_core::{Duration, Instant, Seq16};
 use leoguard_proto::satguard::hop::{HAck, HopConfig, HopError, HopReceiver, HopSender};
 use leoguard_proto::satguard::reorder::{Pushed, ReorderBuffer, ReorderConfig};
@@ -141,9 +141,7 @@ enum Exit {
     /// `None` items are voids: FSeqs dropped by congestion, released as nothing.
     Reorder(ReorderBuffer<Option<Packet>, u64>),
     Dedup {
-        seen: KeySet,
-        order: VecDeque<u64>,
-        window: usize,
+        seen: RecentKeys,
     },
 }
 
@@ -201,7 +199,7 @@ impl SatguardHook {
                 value: format!("{cfg:?}"),
                 reason: reorder_reason(e),
             })?),
-            None => Exit::Dedup { seen: KeySet::default(), order: VecDeque::new(), window: opts.dedup_window },
+            None => Exit::Dedup { seen: RecentKeys::new(opts.dedup_window) },
         };
         let plans = if opts.migration { net.plans_from.get(&node).cloned().unwrap_or_default() } else { Vec::new() };
         Ok(SatguardHook {
@@ -344,17 +342,10 @@ impl SatguardHook {
                 self.release(ctx);
                 late
             }
-            Exit::Dedup { seen, order, window } => {
-                let k = key(p);
-                if !seen.insert(k) {
+            Exit::Dedup { seen } => {
+                if !seen.insert(key(p)) {
                     self.stats.exit_duplicates += 1;
                     return false;
-                }
-                order.push_back(k);
-                if order.len() > *window {
-                    if let Some(old) = order.pop_front() {
-                        seen.remove(&old);
-                    }
                 }
                 true
             }
