@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from leoguard import _core
-from leoguard.errors import LeoguardError
+from leoguard.errors import LeoguardError, read_user_text
 from leoguard.sections import Capture, Emu, LinkGuardian, Liquid, Mpep, Satguard, Tambur, _Model
 
 __all__ = [
@@ -30,6 +30,11 @@ __all__ = [
     "from_dict",
     "load_scenario",
 ]  # fmt: skip
+
+
+# The fastest link either engine takes, 10 Tbit/s: the Rust core's MAX_LINK_RATE (leoguard-net's topo),
+# checked here too so that a typo such as 1e12 is refused naming the field as written, not `rate_bps`.
+MAX_LINK_RATE_MBPS = 10_000_000
 
 
 class Loss(_Model):
@@ -66,7 +71,7 @@ class Link(_Model):
 
     a: int = Field(ge=0)
     b: int = Field(ge=0)
-    rate_mbps: float = Field(gt=0)
+    rate_mbps: float = Field(gt=0, le=MAX_LINK_RATE_MBPS)
     delay_ms: float = Field(ge=0)
     queue_bytes: int | None = Field(default=None, gt=0)
     queue_packets: int | None = Field(default=None, gt=0)
@@ -79,7 +84,7 @@ class Chain(_Model):
 
     kind: Literal["chain"]
     hops: int = Field(ge=1, le=10_000)
-    rate_mbps: float = Field(gt=0)
+    rate_mbps: float = Field(gt=0, le=MAX_LINK_RATE_MBPS)
     delay_ms: float = Field(ge=0)
     queue_bytes: int | None = Field(default=None, gt=0)
     queue_packets: int | None = Field(default=None, gt=0)
@@ -94,9 +99,9 @@ class Dumbbell(_Model):
 
     kind: Literal["dumbbell"]
     pairs: int = Field(ge=1, le=10_000)
-    bottleneck_mbps: float = Field(gt=0)
+    bottleneck_mbps: float = Field(gt=0, le=MAX_LINK_RATE_MBPS)
     bottleneck_delay_ms: float = Field(ge=0)
-    access_mbps: float = Field(default=1000.0, gt=0)
+    access_mbps: float = Field(default=1000.0, gt=0, le=MAX_LINK_RATE_MBPS)
     access_delay_ms: float | list[float] = 1.0
     queue_bytes: int | None = Field(default=None, gt=0)
     queue_packets: int | None = Field(default=None, gt=0)
@@ -115,7 +120,7 @@ class Dumbbell(_Model):
 class PathSpec(_Model):
     """One of the two paths of a `two-path` topology."""
 
-    rate_mbps: float = Field(gt=0)
+    rate_mbps: float = Field(gt=0, le=MAX_LINK_RATE_MBPS)
     delay_ms: float = Field(ge=0)
     loss: Loss | None = None
 
@@ -138,7 +143,7 @@ class Host(_Model):
 
     name: str
     ground: str
-    rate_mbps: float = Field(default=10_000.0, gt=0)
+    rate_mbps: float = Field(default=10_000.0, gt=0, le=MAX_LINK_RATE_MBPS)
     delay_ms: float = Field(default=1.0, ge=0)
 
 
@@ -159,8 +164,8 @@ class ConstellationTopology(_Model):
     step_s: float = Field(default=0.1, gt=0)
     min_elevation_deg: float = Field(default=25.0, ge=0, le=90)
     interruption: str = "uniform"
-    gsl_rate_mbps: float = Field(gt=0)
-    isl_rate_mbps: float = Field(gt=0)
+    gsl_rate_mbps: float = Field(gt=0, le=MAX_LINK_RATE_MBPS)
+    isl_rate_mbps: float = Field(gt=0, le=MAX_LINK_RATE_MBPS)
     queue_bytes: int | None = Field(default=None, gt=0)
     gsl_loss: Loss | None = None
     isl_loss: Loss | None = None
@@ -214,7 +219,7 @@ class LeoPath(_Model):
     step_s: float = Field(default=0.1, gt=0)
     min_elevation_deg: float = Field(default=25.0, ge=0, le=90)
     interruption: str = "uniform"
-    rate_mbps: float = Field(gt=0)
+    rate_mbps: float = Field(gt=0, le=MAX_LINK_RATE_MBPS)
     queue_bytes: int | None = Field(default=None, gt=0)
     gsl_loss: Loss | None = None
     isl_loss: Loss | None = None
@@ -621,11 +626,7 @@ class Scenario(_Model):
                 return None
             d = x.model_dump(exclude_none=True)
             if x.trace is not None:
-                p = (base_dir or Path.cwd()) / x.trace
-                try:
-                    d["csv_text"] = p.read_text(encoding="utf-8")
-                except OSError as e:
-                    raise LeoguardError(f"cannot read loss trace {p}: {e.strerror}") from e
+                d["csv_text"] = read_user_text((base_dir or Path.cwd()) / x.trace, "loss trace")
             return d
 
         if isinstance(self.topology, LeoPath):
@@ -680,10 +681,9 @@ def _explain(e: ValidationError, source: str) -> LeoguardError:
 def load_scenario(path: str | Path, **overrides: Any) -> Scenario:
     """Reads and validates a TOML scenario; `overrides` replace top-level fields (e.g. seed=3)."""
     p = Path(path)
+    text = read_user_text(p, "scenario")
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise LeoguardError(f"cannot read scenario {p}: {e.strerror}") from e
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise LeoguardError(f"invalid scenario {p}: not valid TOML ({e})") from e
     data.update({k: v for k, v in overrides.items() if v is not None})

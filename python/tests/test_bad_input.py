@@ -109,3 +109,104 @@ def test_an_absurd_cbr_rate_is_refused_before_it_can_exhaust_memory():
     }
     with pytest.raises(LeoguardError, match=r"flows\.0\.rate_mbps|rate_mbps"):
         from_dict(spec)
+
+
+def test_a_scenario_that_is_not_utf8_is_one_line_naming_the_file_and_the_byte(tmp_path):
+    import subprocess
+    import sys
+
+    from leoguard.scenario import load_scenario
+
+    bad = tmp_path / "bad.toml"
+    bad.write_bytes(b'name = "ok"\nx = "\xff\xfe"\n')
+    want = f"invalid scenario {bad}: not UTF-8 text (byte 0xff at offset 17, line 2, column 6)"
+    with pytest.raises(LeoguardError) as e:
+        load_scenario(bad)
+    assert str(e.value) == want
+    # Both engines' commands read scenarios through load_scenario: one line, exit status 2, no traceback.
+    for cmd in (["run"], ["emu", "run"]):
+        p = subprocess.run(
+            [sys.executable, "-m", "leoguard.cli", *cmd, str(bad)], capture_output=True, text=True, timeout=120
+        )
+        assert p.returncode == 2, p.stderr
+        assert " ".join(p.stderr.split()) == f"error: {want}", p.stderr
+
+
+def test_a_loss_trace_that_is_not_utf8_names_the_trace(tmp_path):
+    from leoguard.scenario import from_dict
+    from leoguard.simulate import simulate
+
+    (tmp_path / "trace.csv").write_bytes(b"second,loss\n0,0.1\n1,\xe90.2\n")
+    loss = {"model": "trace_per_second", "trace": "trace.csv"}
+    sc = from_dict(
+        {
+            "duration_s": 1.0,
+            "topology": {"kind": "chain", "hops": 1, "rate_mbps": 10, "delay_ms": 1, "loss": loss},
+            "flows": [{"kind": "tcp", "src": 0, "dst": 1}],
+        }
+    )
+    trace = tmp_path / "trace.csv"
+    with pytest.raises(LeoguardError, match=rf"^invalid loss trace {trace}: not UTF-8 text \(byte 0xe9 at offset 20,"):
+        simulate(sc, base_dir=tmp_path)
+
+
+LINK = {"a": 0, "b": 1, "delay_ms": 1}
+CONSTELLATION = {"kind": "constellation", "ground": ["London"], "gsl_rate_mbps": 10, "isl_rate_mbps": 10}
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"links": [LINK | {"rate_mbps": 1e12}]}, "links.0.rate_mbps"),
+        ({"topology": {"kind": "chain", "hops": 1, "delay_ms": 1, "rate_mbps": 1e12}}, "topology.chain.rate_mbps"),
+        (
+            {"topology": {"kind": "dumbbell", "pairs": 1, "bottleneck_delay_ms": 1, "bottleneck_mbps": 1e12}},
+            "topology.dumbbell.bottleneck_mbps",
+        ),
+        (
+            {"topology": {"kind": "dumbbell", "pairs": 1, "bottleneck_delay_ms": 1, "bottleneck_mbps": 10,
+                          "access_mbps": 1e12}},
+            "topology.dumbbell.access_mbps",
+        ),
+        (
+            {"topology": {"kind": "two-path", "switch_every_s": 1,
+                          "paths": [{"rate_mbps": 10, "delay_ms": 1}, {"rate_mbps": 1e12, "delay_ms": 1}]}},
+            "topology.two-path.paths.1.rate_mbps",
+        ),
+        (
+            {"topology": {"kind": "leo-path", "a": "New York", "b": "London", "rate_mbps": 1e12}},
+            "topology.leo-path.rate_mbps",
+        ),
+        ({"topology": CONSTELLATION | {"gsl_rate_mbps": 1e12}}, "topology.constellation.gsl_rate_mbps"),
+        ({"topology": CONSTELLATION | {"isl_rate_mbps": 1e12}}, "topology.constellation.isl_rate_mbps"),
+        (
+            {"topology": CONSTELLATION | {"hosts": [{"name": "h", "ground": "London", "rate_mbps": 1e12}]}},
+            "topology.constellation.hosts.0.rate_mbps",
+        ),
+        ({"links": [LINK | {"rate_mbps": float("inf")}]}, "links.0.rate_mbps"),
+        ({"links": [LINK | {"rate_mbps": float("nan")}]}, "links.0.rate_mbps"),
+    ],
+)  # fmt: skip
+def test_an_absurd_link_rate_is_refused_naming_the_field_as_written(spec, field):
+    from leoguard.scenario import from_dict
+
+    base = {"duration_s": 1.0, "flows": [{"kind": "tcp", "src": 0, "dst": 1}]}
+    with pytest.raises(LeoguardError, match=rf"^invalid scenario <dict>: {field}: .*less than or equal to 10000000 "):
+        from_dict(base | spec)
+
+
+def test_the_link_rate_bound_is_the_cores_10_tbit_s(tmp_path):
+    from leoguard.scenario import load_scenario
+    from leoguard.simulate import simulate
+
+    f = tmp_path / "fast.toml"
+    f.write_text(
+        "duration_s = 0.01\n[[links]]\na = 0\nb = 1\nrate_mbps = 1e7\ndelay_ms = 1\n"
+        '[[flows]]\nkind = "tcp"\nsrc = 0\ndst = 1\n'
+    )
+    sc = load_scenario(f)
+    assert sc.to_core()["links"][0]["rate_bps"] == 10**13  # accepted here and by the core
+    simulate(sc)
+    f.write_text(f.read_text().replace("rate_mbps = 1e7", "rate_mbps = 1e12"))
+    with pytest.raises(LeoguardError, match=r"links\.0\.rate_mbps: .* \(got 1000000000000\.0\)"):
+        load_scenario(f)

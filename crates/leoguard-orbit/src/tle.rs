@@ -1,5 +1,11 @@
 //! TLE input (CelesTrak's 3-line format) propagated with the `sgp4` crate (a port of Vallado's
 //! reference SGP4; leoguard does not implement its own propagator).
+//!
+//! TLEs are mean elements fitted with WGS-72 (Vallado et al. 2006, "Revisiting Spacetrack Report #3"),
+//! so they are propagated in the crate's AFSPC-compatible mode: WGS-72 constants, AFSPC epoch and
+//! sidereal time (the last two matter only for deep-space orbits). The crate's default,
+//! `Constants::from_elements`, uses WGS-84, whose different J2 and ke shift the secular drift rates:
+//! a LEO TLE two months old then lands ~2 km from where skyfield and python-sgp4 (WGS-72) put it.
 
 use crate::error::OrbitError;
 use crate::geo::{eci_to_ecef, gmst_rad, Vec3};
@@ -92,7 +98,7 @@ pub fn parse_tle_text(text: &str) -> Result<Vec<TleSatellite>, OrbitError> {
         let name = name.trim_start_matches("0 ").trim().to_string();
         let elements = sgp4::Elements::from_tle(Some(name.clone()), l1.as_bytes(), l2.as_bytes())
             .map_err(|e| OrbitError::Tle { line: n1, reason: e.to_string() })?;
-        let constants = sgp4::Constants::from_elements(&elements)
+        let constants = sgp4::Constants::from_elements_afspc_compatibility_mode(&elements)
             .map_err(|e| OrbitError::Tle { line: n2, reason: e.to_string() })?;
         let epoch_unix_s = elements.datetime.and_utc().timestamp_micros() as f64 * 1e-6;
         out.push(TleSatellite {
@@ -111,11 +117,11 @@ impl TleSatellite {
     /// TEME position (metres) at a Unix time.
     pub fn teme(&self, unix_s: f64) -> Result<Vec3, OrbitError> {
         let minutes = (unix_s - self.epoch_unix_s) / 60.0;
-        let p = self.constants.propagate(sgp4::MinutesSinceEpoch(minutes)).map_err(|e| OrbitError::Propagation {
-            sat: self.name.clone(),
-            minutes,
-            reason: e.to_string(),
-        })?;
+        // AFSPC mode to match the constants (it differs only for Lyddane deep-space orbits).
+        let p = self
+            .constants
+            .propagate_afspc_compatibility_mode(sgp4::MinutesSinceEpoch(minutes))
+            .map_err(|e| OrbitError::Propagation { sat: self.name.clone(), minutes, reason: e.to_string() })?;
         Ok([p.position[0] * 1e3, p.position[1] * 1e3, p.position[2] * 1e3])
     }
 
@@ -181,6 +187,21 @@ mod tests {
         assert!(e.contains("69 characters"), "{e}");
         let e = parse_tle_text("ISS\n").unwrap_err().to_string();
         assert!(e.contains("3 lines"), "{e}");
+    }
+
+    #[test]
+    fn a_two_month_old_tle_matches_skyfield_to_a_metre() {
+        // Issue 13's case (python/tests/data/skyfield_tle_reference.json, tools/make_skyfield_reference.py):
+        // a TLE of 2025-11-01 propagated to 2026-01-01T00:00Z, 61 days on. skyfield (python-sgp4,
+        // WGS-72) puts it at this TEME position; the crate's WGS-84 default was 2.13 km off.
+        const OLD: &str = "OLD-TLE\n\
+1 44713U 19074A   25305.41666667  .00002182  00000-0  16538-3 0  9996\n\
+2 44713  53.0536 210.3275 0001427  87.1034 273.0120 15.06406234 33451\n";
+        let sat = &parse_tle_text(OLD).unwrap()[0];
+        let skyfield_km = [4083.003591, 1104.8419465, 5474.6733152];
+        let p = sat.teme(1_767_225_600.0).unwrap();
+        let d = crate::geo::distance(p, skyfield_km.map(|v| v * 1e3));
+        assert!(d < 1.0, "{d} m from skyfield");
     }
 
     #[test]

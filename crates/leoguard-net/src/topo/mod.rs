@@ -168,6 +168,14 @@ fn invalid(field: String, value: impl ToString, reason: &str) -> TopologyError {
     TopologyError::Invalid { field, value: value.to_string(), reason: reason.to_string() }
 }
 
+/// Every link rate, explicit or given by a LEO path or constellation, must be in (0, MAX_LINK_RATE].
+fn check_rate(field: impl FnOnce() -> String, rate: Bps) -> Result<(), TopologyError> {
+    if rate.0 == 0 || rate > MAX_LINK_RATE {
+        return Err(invalid(field(), rate.0, "must be in (0, 10 Tbit/s]"));
+    }
+    Ok(())
+}
+
 /// What building a topology produced.
 #[derive(Debug, Default)]
 pub struct Built {
@@ -182,6 +190,7 @@ impl Topology<'_> {
     pub fn validate(&self) -> Result<(), TopologyError> {
         if let Some(leo) = self.leo {
             leo.validate()?;
+            check_rate(|| "leo.rate_bps".into(), leo.rate)?;
             if !self.links.is_empty() || !self.events.is_empty() {
                 return Err(invalid(
                     "links".into(),
@@ -195,6 +204,11 @@ impl Topology<'_> {
         }
         if let Some(c) = self.constellation {
             c.validate()?;
+            check_rate(|| "topology.gsl_rate_bps".into(), c.gsl_rate)?;
+            check_rate(|| "topology.isl_rate_bps".into(), c.isl_rate)?;
+            for (i, h) in c.hosts.iter().enumerate() {
+                check_rate(|| format!("topology.hosts[{i}].rate_bps"), h.rate)?;
+            }
             if self.leo.is_some() || !self.links.is_empty() || !self.events.is_empty() || !self.routes.is_empty() {
                 return Err(invalid(
                     "links".into(),
@@ -217,9 +231,7 @@ impl Topology<'_> {
                     "ends must be two different existing nodes",
                 ));
             }
-            if l.rate.0 == 0 || l.rate > MAX_LINK_RATE {
-                return Err(invalid(format!("links[{i}].rate_bps"), l.rate.0, "must be in (0, 10 Tbit/s]"));
-            }
+            check_rate(|| format!("links[{i}].rate_bps"), l.rate)?;
             if matches!(l.queue, QueueLimit::Bytes(0) | QueueLimit::Packets(0)) {
                 return Err(invalid(format!("links[{i}].queue"), 0, "must be > 0"));
             }
@@ -312,6 +324,50 @@ fn route_all(b: &mut impl NetBuilder, nodes: u32, dirs: &[(u32, u32, LinkId)]) {
                     q.push_back(u);
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(rate: u64) -> LinkSpec {
+        LinkSpec {
+            a: 0,
+            b: 1,
+            rate: Bps(rate),
+            delay: Duration::ZERO,
+            queue: QueueLimit::Bytes(1_000_000),
+            loss_ab: LossSpec::None,
+            loss_ba: LossSpec::None,
+        }
+    }
+
+    fn topo<'a>(links: &'a [LinkSpec], leo: Option<&'a leo::LeoPath>) -> Topology<'a> {
+        Topology { nodes: 2, links, events: &[], routes: &[], leo, constellation: None }
+    }
+
+    #[test]
+    fn link_rates_are_bounded_wherever_they_come_from() {
+        let max = MAX_LINK_RATE.0;
+        assert_eq!(topo(&[link(max)], None).validate(), Ok(()));
+        for bad in [0, max + 1, u64::MAX] {
+            let e = topo(&[link(bad)], None).validate().unwrap_err().to_string();
+            assert_eq!(e, format!("invalid links[0].rate_bps = {bad}: must be in (0, 10 Tbit/s]"));
+        }
+        let path = |rate| leo::LeoPath {
+            steps: Vec::new(),
+            interruptions: Vec::new(),
+            rate: Bps(rate),
+            queue: QueueLimit::Bytes(1_000_000),
+            gsl_loss: LossSpec::None,
+            isl_loss: LossSpec::None,
+        };
+        assert_eq!(topo(&[], Some(&path(max))).validate(), Ok(()));
+        for bad in [0, max + 1] {
+            let e = topo(&[], Some(&path(bad))).validate().unwrap_err().to_string();
+            assert_eq!(e, format!("invalid leo.rate_bps = {bad}: must be in (0, 10 Tbit/s]"));
         }
     }
 }
