@@ -16,7 +16,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from leoguard import _core
 from leoguard.errors import LeoguardError, read_user_text
-from leoguard.sections import Capture, Emu, LinkGuardian, Liquid, Mpep, Satguard, Tambur, _Model
+from leoguard.sections import Capture, Emu, LinkGuardian, Liquid, Mpep, Satguard, Tambur, Tcp, _Model
 
 __all__ = [
     "Capture",
@@ -337,6 +337,7 @@ class Scenario(_Model):
     tambur: Tambur | None = None
     liquid: Liquid | None = None
     capture: Capture | None = None
+    tcp: Tcp | None = None
     emu: Emu = Emu()
 
     @model_validator(mode="after")
@@ -525,6 +526,7 @@ class Scenario(_Model):
             "mpep": self.mpep.model_dump(exclude_none=True) if self.mpep is not None else None,
             "tambur": self.tambur.model_dump(exclude_none=True) if self.tambur is not None else None,
             "liquid": self.liquid.model_dump(exclude_none=True) if self.liquid is not None else None,
+            "tcp": self.tcp.model_dump(exclude_none=True) if self.tcp is not None else None,
         }
 
     def _leo_core(self, loss: Any) -> dict[str, Any]:

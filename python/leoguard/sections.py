@@ -5,6 +5,8 @@ them; the split keeps each file to one responsibility."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
@@ -50,6 +52,24 @@ class LinkGuardian(_Model):
     ordered: bool = True
     process_all: bool = False
     fixed_timeout_ms: float | None = Field(default=None, gt=0)
+
+
+class Tcp(_Model):
+    """The simulator's TCP loss recovery (docs/tcp.md) for bulk and fixed-size flows: `recovery` picks
+    the base, "linux" (RACK-TLP with the adaptive reordering window, DSACK, undo, F-RTO, PRR, growth only
+    while cwnd-limited: kernel 5.x/6.x defaults) or "legacy" (the earlier model: DupThresh, no probes,
+    no undo); each mechanism can then be switched on or off by name. The emulator's hosts run the
+    kernel's own TCP and ignore this section."""
+
+    recovery: Literal["linux", "legacy"] = "linux"
+    rack: bool | None = None
+    tlp: bool | None = None
+    dsack: bool | None = None
+    undo: bool | None = None
+    frto: bool | None = None
+    prr: bool | None = None
+    cwnd_limited: bool | None = None
+    quickack: bool | None = None
 
 
 class Mpep(_Model):

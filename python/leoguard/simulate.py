@@ -44,6 +44,10 @@ def flow_summary(r: dict[str, Any]) -> dict[str, Any]:
         "delivered_bytes": r["delivered_bytes"],
         "retransmissions": r["retransmissions"],
         "rtos": r["rtos"],
+        # The simulator's TCP only (the emulator's hosts run the kernel's): probes, DSACKs, undos.
+        "tlps": r.get("tlps"),
+        "dsacks": r.get("dsacks"),
+        "undos": r.get("undos"),
         "endpoint_loss": r["endpoint_loss"],
         "network_loss": r["network_loss"],
         "fct_s": r["fct_s"],

@@ -28,6 +28,8 @@ pub struct Packet {
     pub sack: [(u64, u64); 3],
     /// Valid entries of `sack`.
     pub n_sack: u8,
+    /// Echoed timestamp an ACK carries (TCP's TSecr; the TSval of data is `sent_at`).
+    pub ts_ecr: Option<Instant>,
     /// Fields per-hop schemes carry in the network header (SATGUARD's HSeq/FSeq, LinkGuardian's seq).
     pub net: NetFields,
 }

@@ -60,10 +60,10 @@ impl SplitProxy {
         a
     }
 
-    /// A data segment from upstream: the bytes it completes in order are handed to the downstream
-    /// sender; returns the ACK to send upstream now, if any.
-    pub fn on_data(&mut self, now: Instant, seq: u64, len: u32) -> Option<Ack> {
-        let (newly, ack) = self.rx.on_segment(now, seq, len);
+    /// A data segment from upstream sent at `ts` (its TSval): the bytes it completes in order are
+    /// handed to the downstream sender; returns the ACK to send upstream now, if any.
+    pub fn on_data(&mut self, now: Instant, seq: u64, len: u32, ts: Instant) -> Option<Ack> {
+        let (newly, ack) = self.rx.on_segment(now, seq, len, ts);
         if newly > 0 {
             self.tx.write(newly);
         }
@@ -131,12 +131,12 @@ mod tests {
         let mut p = proxy(10 * 1448);
         let t = Instant::ZERO;
         // Out of order first: nothing to relay, an immediate ACK with a SACK block.
-        let a = p.on_data(t, 1448, 1448).expect("out-of-order data is acknowledged at once");
+        let a = p.on_data(t, 1448, 1448, t).expect("out-of-order data is acknowledged at once");
         assert_eq!((a.cum, a.n_sack), (0, 1));
         assert!(p.poll_transmit(t).is_none());
         assert_eq!(p.buffered(), 1448);
         // The hole filled: both segments go downstream in order.
-        let a = p.on_data(t, 0, 1448).expect("a segment filling a hole is acknowledged at once");
+        let a = p.on_data(t, 0, 1448, t).expect("a segment filling a hole is acknowledged at once");
         assert_eq!(a.cum, 2 * 1448);
         // The window is the buffer minus what it holds (nothing acknowledged downstream yet).
         assert_eq!(a.rwnd, 8 * 1448);
@@ -158,7 +158,7 @@ mod tests {
         let t = Instant::ZERO;
         let mut last = None;
         for k in 0..4 {
-            last = p.on_data(t, k * 1448, 1448).or(last);
+            last = p.on_data(t, k * 1448, 1448, t).or(last);
         }
         let a = p.rx.ack_now();
         assert_eq!(a.cum, 4 * 1448);
@@ -177,7 +177,7 @@ mod tests {
         let mut p = proxy(1 << 20);
         let t = Instant::ZERO;
         for k in 0..40 {
-            p.on_data(t, k * 1448, 1448);
+            p.on_data(t, k * 1448, 1448, t);
         }
         // Grow the downstream window over a few round trips.
         let mut now = t;

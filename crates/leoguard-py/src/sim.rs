@@ -268,6 +268,7 @@ pub(crate) fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
         routes,
         link_sample_every: secs("link_sample_every_s", get(d, "link_sample_every_s")?.unwrap_or(0.1))?,
         app_delay_every: get(d, "app_delay_every")?.unwrap_or(0),
+        tcp_recovery: tcp_recovery(d)?,
         nodes: need(d, "nodes")?,
         links,
         flows,
@@ -459,6 +460,9 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
         d.set_item("goodput_bps", f.goodput_bps)?;
         d.set_item("retransmissions", f.retransmissions)?;
         d.set_item("rtos", f.rtos)?;
+        d.set_item("tlps", f.tlps)?;
+        d.set_item("dsacks", f.dsacks)?;
+        d.set_item("undos", f.undos)?;
         d.set_item("network_loss", f.network_loss)?;
         d.set_item("endpoint_loss", f.endpoint_loss)?;
         d.set_item("fct_s", f.fct_s)?;
@@ -629,4 +633,23 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TC_DELAY_SENSITIVE", leoguard_sim::schemes::satguard::TC_DELAY_SENSITIVE)?;
     m.add("CONGESTION_CONTROLS", leoguard_proto::cc::ALGORITHMS.to_vec())?;
     Ok(())
+}
+
+/// The `tcp` section: `recovery` ("linux" or "legacy") as the base, then each named switch.
+fn tcp_recovery(d: &Bound<'_, PyDict>) -> PyResult<leoguard_proto::tcp::Recovery> {
+    use leoguard_proto::tcp::Recovery;
+    let Some(t) = get::<Bound<'_, PyDict>>(d, "tcp")? else { return Ok(Recovery::linux()) };
+    let mut r = match get::<String>(&t, "recovery")?.as_deref() {
+        None | Some("linux") => Recovery::linux(),
+        Some("legacy") => Recovery::legacy(),
+        Some(other) => {
+            return Err(LeoguardError::new_err(format!("invalid tcp.recovery = {other}: use linux or legacy")))
+        }
+    };
+    for name in Recovery::NAMES {
+        if let Some(on) = get::<bool>(&t, name)? {
+            r.set(name, on);
+        }
+    }
+    Ok(r)
 }

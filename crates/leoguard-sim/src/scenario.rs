@@ -95,6 +95,9 @@ pub struct Scenario {
     pub constellation: Option<ConstellationTopo>,
     /// Sampling interval of the per-link series (zero: none).
     pub link_sample_every: Duration,
+    /// Loss-recovery mechanisms of the bulk and fixed-size TCP flows (and their M-PEP chains); web
+    /// connections use Linux's defaults.
+    pub tcp_recovery: leoguard_proto::tcp::Recovery,
     /// TCP flows record the application-perceived delay of every `app_delay_every`-th segment
     /// (`RunResult.app_delay`; 0: none).
     pub app_delay_every: u64,
@@ -304,7 +307,7 @@ impl Running {
             sim.capture_at(&at, c.max_packets);
         }
         let mut hooks = crate::schemes::attach(s, &mut sim, topo_info.as_ref())?;
-        let cfg = TcpConfig::default();
+        let cfg = TcpConfig { recovery: s.tcp_recovery, ..TcpConfig::default() };
         let mut ends = Vec::with_capacity(s.flows.len());
         let mut chains = Vec::new();
         let mut owner: Vec<u32> = (0..s.flows.len() as u32).collect();

@@ -182,7 +182,7 @@ impl Agent for TcpSource {
         if p.flags & FLAG_ACK == 0 || p.flow != self.flow {
             return;
         }
-        let ack = Ack { cum: p.ack, sack: p.sack, n_sack: p.n_sack, rwnd: p.seq };
+        let ack = Ack { cum: p.ack, sack: p.sack, n_sack: p.n_sack, rwnd: p.seq, ts_ecr: p.ts_ecr };
         self.tcp.on_ack(ctx.now(), &ack);
         self.pump(ctx);
     }
@@ -291,6 +291,7 @@ impl TcpSink {
             ack: a.cum,
             sack: a.sack,
             n_sack: a.n_sack,
+            ts_ecr: a.ts_ecr,
             size: 52,
             dst: self.peer.0,
             sent_at: ctx.now(),
@@ -334,7 +335,7 @@ impl Agent for TcpSink {
         }
         let len = p.size.saturating_sub(52);
         let before = self.tcp.delivered;
-        let (_, ack) = self.tcp.on_segment(ctx.now(), p.seq, len);
+        let (_, ack) = self.tcp.on_segment(ctx.now(), p.seq, len, p.sent_at);
         if self.track_delivery && self.tcp.delivered > before {
             self.deliveries.push((self.tcp.delivered, ctx.now()));
         }

@@ -76,6 +76,8 @@ def _row(cc: str, tunnel: bool, r: Results) -> dict[str, Any]:
         "tunnel": tunnel,
         "goodput_bps": round(float(f["goodput_bps"]), 1),
         "retransmissions": int(f["retransmissions"]),
+        # Retransmissions the receiver later reported as duplicates (DSACK): the data was only late.
+        "spurious_retransmissions": int(f["dsacks"]),
         "rtos": int(f["rtos"]),
     }
     lq = r.liquid

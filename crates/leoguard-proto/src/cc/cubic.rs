@@ -293,7 +293,8 @@ impl CongestionControl for Cubic {
         if let Some(rtt) = ack.rtt {
             self.on_rtt_sample(now, rtt);
         }
-        if ack.in_recovery || ack.bytes_acked == 0 {
+        // Linux `cubictcp_cong_avoid`: no growth unless the window limited sending.
+        if ack.in_recovery || ack.bytes_acked == 0 || !ack.cwnd_limited {
             return;
         }
         let mut acked = ack.bytes_acked;
@@ -340,6 +341,14 @@ impl CongestionControl for Cubic {
         self.delay_min = None;
         self.hystart.found = false;
         self.hystart_reset(now);
+        self.in_recovery = false;
+    }
+
+    fn undo(&mut self, _now: Instant, prior_cwnd: u64, prior_ssthresh: u64) {
+        // Linux: `tcp_reno_undo_cwnd` (CUBIC's undo since 4.13); the epoch restarts from the
+        // restored window at the next ACK.
+        self.cwnd = self.cwnd.max(prior_cwnd);
+        self.ssthresh = self.ssthresh.max(prior_ssthresh);
         self.in_recovery = false;
     }
 

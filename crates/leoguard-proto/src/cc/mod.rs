@@ -32,6 +32,9 @@ pub struct AckEvent {
     /// True while the sender is in fast recovery (ACKs during recovery must not grow cwnd for
     /// NewReno/CUBIC).
     pub in_recovery: bool,
+    /// Whether the window limited sending lately (Linux `tcp_is_cwnd_limited`): window-based
+    /// controllers grow only then, so an application-limited or stalled sender does not inflate it.
+    pub cwnd_limited: bool,
 }
 
 #[cfg(test)]
@@ -48,6 +51,7 @@ impl AckEvent {
             min_rtt: rtt,
             rate: None,
             in_recovery: false,
+            cwnd_limited: true,
         }
     }
 }
@@ -101,6 +105,15 @@ pub trait CongestionControl: Debug + Send {
     /// The link layer predicts a handover (SaTCP's cross-layer report, about 0.5 s ahead). Only
     /// handover-aware controllers act on it.
     fn on_handover_report(&mut self, _now: Instant) {}
+    /// The last reduction was spurious (every retransmission DSACKed, Eifel, F-RTO): return to the
+    /// window and threshold before it (Linux `tcp_undo_cwnd_reduction` with `tcp_reno_undo_cwnd`:
+    /// cwnd = max(cwnd, prior_cwnd), ssthresh = max(ssthresh, prior_ssthresh)).
+    fn undo(&mut self, _now: Instant, _prior_cwnd: u64, _prior_ssthresh: u64) {}
+    /// Whether the controller sets its own window during recovery (Linux's `cong_control`, BBR); the
+    /// sender then does not apply PRR.
+    fn owns_recovery_window(&self) -> bool {
+        false
+    }
 }
 
 /// Names accepted by [`build`].

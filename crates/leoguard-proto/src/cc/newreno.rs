@@ -65,7 +65,8 @@ impl CongestionControl for NewReno {
 
     fn on_ack(&mut self, _now: Instant, ack: &AckEvent) {
         // RFC 6582 §3.2: the window is not grown during fast recovery (the sender inflates it).
-        if ack.in_recovery || ack.bytes_acked == 0 {
+        // Linux `tcp_reno_cong_avoid`: no growth unless the window limited sending.
+        if ack.in_recovery || ack.bytes_acked == 0 || !ack.cwnd_limited {
             return;
         }
         let mut acked = ack.bytes_acked;
@@ -97,6 +98,12 @@ impl CongestionControl for NewReno {
         self.ssthresh = self.halved(in_flight);
         self.cwnd = self.mss;
         self.ca_acked = 0;
+        self.in_recovery = false;
+    }
+
+    fn undo(&mut self, _now: Instant, prior_cwnd: u64, prior_ssthresh: u64) {
+        self.cwnd = self.cwnd.max(prior_cwnd);
+        self.ssthresh = self.ssthresh.max(prior_ssthresh);
         self.in_recovery = false;
     }
 

@@ -106,6 +106,10 @@ impl CongestionControl for Satcp {
         self.flag_until = Some(now + FLAG_HOLD);
         self.sync_flag(now);
     }
+
+    fn undo(&mut self, now: Instant, prior_cwnd: u64, prior_ssthresh: u64) {
+        self.cubic.undo(now, prior_cwnd, prior_ssthresh);
+    }
 }
 
 #[cfg(test)]

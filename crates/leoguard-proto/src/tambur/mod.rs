@@ -230,6 +230,9 @@ type ParitySymbol = (u64, Option<Vec<u8>>);
 
 /// The decoder: received data and parity symbols in, lost data symbols recovered when the received
 /// equations determine them. Works with payloads (bytes reconstructed) or without (the same
+/// Most unknown data symbols one decode solves for (see [`Decoder::solve`]).
+pub const MAX_UNKNOWNS: usize = 256;
+
 /// elimination on the coefficients only: the simulator's recoverability check).
 #[derive(Clone, Debug)]
 pub struct Decoder {
@@ -242,6 +245,8 @@ pub struct Decoder {
     parity: BTreeMap<u64, Vec<ParitySymbol>>,
     /// Symbols recovered so far.
     pub recovered_total: u64,
+    /// Solves that left older frames out to stay within [`MAX_UNKNOWNS`].
+    pub capped_solves: u64,
 }
 
 impl Decoder {
@@ -254,6 +259,7 @@ impl Decoder {
             known: BTreeMap::new(),
             parity: BTreeMap::new(),
             recovered_total: 0,
+            capped_solves: 0,
         }
     }
 
@@ -313,22 +319,33 @@ impl Decoder {
     }
 
     /// Solves the received equations; returns the data symbols newly recovered (in number order).
+    /// The dense solve is cubic in the unknowns: a video frame has tens, but a 33 ms slot of a fast TCP
+    /// flow (the baseline applied to TCP) can leave hundreds unknown across its window, so a system is
+    /// cut at [`MAX_UNKNOWNS`] columns, newest frames kept (counted in `capped_solves`).
     pub fn solve(&mut self) -> Vec<u64> {
         // Equations: one per received parity symbol whose covered layouts are known and that involves
         // at least one unknown data symbol.
         let mut cols: BTreeMap<u64, usize> = BTreeMap::new();
         let mut rows: Vec<(u64, Vec<u64>, Option<Vec<u8>>)> = Vec::new();
-        for (&f, ps) in &self.parity {
+        // Newest frames first; a system beyond MAX_UNKNOWNS columns leaves the older frames out.
+        for (&f, ps) in self.parity.iter().rev() {
             let Some(cov) = covered(self.tau, f, |g| self.layouts.get(&g).copied()) else { continue };
             let unknown: Vec<u64> = cov.iter().copied().filter(|d| !self.known.contains_key(d)).collect();
             if unknown.is_empty() {
                 continue;
             }
+            let new = unknown.iter().filter(|u| !cols.contains_key(u)).count();
+            if cols.len() + new > MAX_UNKNOWNS {
+                self.capped_solves += 1;
+                break;
+            }
             for u in &unknown {
                 let n = cols.len();
                 cols.entry(*u).or_insert(n);
             }
-            for (pid, pay) in ps {
+            // Rows of one frame share their columns and any `unknown.len()` of them are independent
+            // (Cauchy): more add no rank, only work (a slot of a fast TCP flow has thousands).
+            for (pid, pay) in ps.iter().take(unknown.len()) {
                 let rhs = pay.as_ref().map(|p| {
                     let mut r = p.clone();
                     for d in &cov {

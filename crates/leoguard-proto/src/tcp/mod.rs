@@ -1,15 +1,31 @@
 //! TCP as Linux behaves, sans-IO: a bulk or fixed-size sender with SACK-based loss recovery, RFC 6298
 //! retransmission timeouts (as Linux: at least srtt + 200 ms), pacing when the controller asks for it, and
-//! delivery-rate samples for BBR; and a receiver with delayed ACKs, SACK blocks and in-order,
-//! exactly-once delivery. Sequence numbers are 64-bit byte offsets (no wrap inside a simulation).
+//! delivery-rate samples for BBR; and a receiver with delayed ACKs (quick ACKs at the start), SACK and
+//! DSACK blocks, timestamps, and in-order, exactly-once delivery. Sequence numbers are 64-bit byte
+//! offsets (no wrap inside a simulation).
 //!
-//! Loss detection: an original transmission is lost once 3 segments' worth of data above it is
-//! SACKed (RFC 6675's DupThresh); a retransmission is lost once data sent after it is delivered
-//! (RACK, RFC 8985, with a zero reordering window). An RTO marks everything outstanding lost, as Linux does.
+//! Loss recovery follows Linux (REFERENCE.md "Linux TCP loss recovery"), each mechanism switchable in
+//! [`Recovery`]:
+//! - RACK (RFC 8985) marks a segment lost once a segment sent after it was delivered more than a
+//!   reordering window ago; the window is zero until reordering is seen (while 3 segments are SACKed
+//!   or during recovery, Linux's DupThresh-equivalent), then min_rtt/4, widened a step per DSACK round
+//!   and reset after 16 recoveries without one;
+//! - Tail Loss Probes (a probe after 2 SRTT instead of waiting for the RTO);
+//! - DSACK (RFC 2883) at the receiver; undo of spurious recoveries at the sender when every
+//!   retransmission of an episode was DSACKed or the echoed timestamp predates the first
+//!   retransmission (Eifel, RFC 3522); F-RTO (RFC 5682) for spurious timeouts;
+//! - PRR (RFC 6937) clocks out sending during recovery;
+//! - the window grows only while the sender is cwnd-limited.
+//!
+//! [`Recovery::legacy`] is the earlier model (DupThresh for originals, RACK with a zero window for
+//! retransmissions, none of the rest), kept to reproduce older results.
 
-use leoguard_core::Duration;
+use leoguard_core::{Duration, Instant};
 
+pub(crate) mod rack;
 mod receiver;
+#[cfg(test)]
+mod recovery_tests;
 mod sender;
 #[cfg(test)]
 mod tests;
@@ -36,6 +52,88 @@ pub struct TcpConfig {
     pub delack: Duration,
     /// Receive window the receiver advertises, bytes.
     pub rwnd: u64,
+    /// Which loss-recovery mechanisms are on.
+    pub recovery: Recovery,
+}
+
+/// The loss-recovery mechanisms, each switchable (for ablations and to reproduce the older model).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Recovery {
+    /// RACK with Linux's adaptive reordering window for every segment (off: DupThresh for originals,
+    /// a zero window for retransmissions).
+    pub rack: bool,
+    /// Tail Loss Probes.
+    pub tlp: bool,
+    /// The receiver reports duplicate segments (DSACK).
+    pub dsack: bool,
+    /// Undo of spurious recoveries (all retransmissions DSACKed, or Eifel with timestamps).
+    pub undo: bool,
+    /// F-RTO: detect and undo spurious retransmission timeouts.
+    pub frto: bool,
+    /// Proportional Rate Reduction during recovery (off: the controller's reduced window at once).
+    pub prr: bool,
+    /// The window grows only while the sender is cwnd-limited (Linux `tcp_is_cwnd_limited`).
+    pub cwnd_limited: bool,
+    /// The receiver ACKs every segment for its first 16 (Linux's quick-ACK mode at the start).
+    pub quickack: bool,
+}
+
+impl Recovery {
+    /// Linux's defaults (kernel 5.x/6.x), except quick ACKs: the model has no piggybacked ACKs, so on
+    /// request/response connections a quick ACK would put a pure ACK in front of data that Linux
+    /// carries in the data segment itself.
+    pub const fn linux() -> Recovery {
+        Recovery {
+            rack: true,
+            tlp: true,
+            dsack: true,
+            undo: true,
+            frto: true,
+            prr: true,
+            cwnd_limited: true,
+            quickack: false,
+        }
+    }
+
+    /// The model before the Linux mechanisms were added: everything off.
+    pub const fn legacy() -> Recovery {
+        Recovery {
+            rack: false,
+            tlp: false,
+            dsack: false,
+            undo: false,
+            frto: false,
+            prr: false,
+            cwnd_limited: false,
+            quickack: false,
+        }
+    }
+
+    /// The switches by name, for configuration ("rack", "tlp", ...).
+    pub const NAMES: [&'static str; 8] = ["rack", "tlp", "dsack", "undo", "frto", "prr", "cwnd_limited", "quickack"];
+
+    /// Sets the switch called `name`; false if there is none.
+    pub fn set(&mut self, name: &str, on: bool) -> bool {
+        let f = match name {
+            "rack" => &mut self.rack,
+            "tlp" => &mut self.tlp,
+            "dsack" => &mut self.dsack,
+            "undo" => &mut self.undo,
+            "frto" => &mut self.frto,
+            "prr" => &mut self.prr,
+            "cwnd_limited" => &mut self.cwnd_limited,
+            "quickack" => &mut self.quickack,
+            _ => return false,
+        };
+        *f = on;
+        true
+    }
+}
+
+impl Default for Recovery {
+    fn default() -> Self {
+        Recovery::linux()
+    }
 }
 
 impl Default for TcpConfig {
@@ -49,6 +147,7 @@ impl Default for TcpConfig {
             initial_rto: Duration::from_secs(1),
             delack: Duration::from_millis(40),
             rwnd: 64 << 20,
+            recovery: Recovery::linux(),
         }
     }
 }
@@ -62,6 +161,8 @@ pub struct Segment {
     pub len: u32,
     /// Whether this is a retransmission.
     pub retransmission: bool,
+    /// Timestamp value (RFC 7323 TSval): when this transmission left the sender.
+    pub ts: Instant,
 }
 
 /// An acknowledgement.
@@ -69,10 +170,33 @@ pub struct Segment {
 pub struct Ack {
     /// Next byte expected (cumulative).
     pub cum: u64,
-    /// Up to 3 SACK blocks [start, end), most recent first.
+    /// Up to 3 SACK blocks [start, end), most recent first. A first block below `cum` or inside the
+    /// second reports a duplicate segment (DSACK, RFC 2883), as on the wire.
     pub sack: [(u64, u64); 3],
     /// Valid SACK blocks.
     pub n_sack: u8,
     /// Advertised window, bytes.
     pub rwnd: u64,
+    /// Echoed timestamp (RFC 7323 TSecr), if the receiver has one.
+    pub ts_ecr: Option<Instant>,
+}
+
+impl Ack {
+    /// The DSACK block this ACK carries, if its first SACK block reports a duplicate (RFC 2883 §4).
+    pub fn dsack(&self) -> Option<(u64, u64)> {
+        let first = self.sack[0];
+        (self.n_sack > 0
+            && (first.1 <= self.cum || (self.n_sack > 1 && self.sack[1].0 <= first.0 && first.1 <= self.sack[1].1)))
+            .then_some(first)
+    }
+
+    /// The SACK blocks that report data held (the DSACK block excluded).
+    pub fn sack_blocks(&self) -> &[(u64, u64)] {
+        let n = usize::from(self.n_sack.min(3));
+        if self.dsack().is_some() {
+            &self.sack[1..n]
+        } else {
+            &self.sack[..n]
+        }
+    }
 }

@@ -1,7 +1,11 @@
-//! The receiving side: in-order, exactly-once delivery, delayed ACKs, SACK blocks.
+//! The receiving side: in-order, exactly-once delivery, delayed ACKs (quick ACKs at the start), SACK
+//! and DSACK blocks, timestamps echoed as RFC 7323 says.
 
 use super::{Ack, TcpConfig};
 use leoguard_core::Instant;
+
+/// Linux `TCP_MAX_QUICKACKS`: segments ACKed at once at the start of a connection.
+const QUICKACKS: u32 = 16;
 
 /// The receiving side: in-order, exactly-once delivery with delayed ACKs and SACK.
 #[derive(Debug)]
@@ -11,8 +15,14 @@ pub struct TcpReceiver {
     /// Out-of-order data as sorted, disjoint [start, end) intervals.
     ooo: Vec<(u64, u64)>,
     last_block: Option<(u64, u64)>,
+    /// A duplicate to report in the next ACK (DSACK).
+    dsack: Option<(u64, u64)>,
     unacked: u32,
+    quick_left: u32,
     delack_deadline: Option<Instant>,
+    /// RFC 7323 TS.Recent and the left edge of the window when the last ACK went out (Last.ACK.sent).
+    ts_recent: Option<Instant>,
+    last_ack_sent: u64,
     /// Bytes delivered to the application, in order.
     pub delivered: u64,
     /// Segments that carried only data already received.
@@ -27,8 +37,12 @@ impl TcpReceiver {
             rcv_nxt: 0,
             ooo: Vec::new(),
             last_block: None,
+            dsack: None,
             unacked: 0,
+            quick_left: if cfg.recovery.quickack { QUICKACKS } else { 0 },
             delack_deadline: None,
+            ts_recent: None,
+            last_ack_sent: 0,
             delivered: 0,
             duplicates: 0,
         }
@@ -39,13 +53,24 @@ impl TcpReceiver {
         self.rcv_nxt
     }
 
-    /// Handles a data segment; returns the bytes newly delivered in order and an ACK to send now, if any.
-    pub fn on_segment(&mut self, now: Instant, seq: u64, len: u32) -> (u64, Option<Ack>) {
+    /// Handles a data segment sent at `ts` (its TSval); returns the bytes newly delivered in order and
+    /// an ACK to send now, if any.
+    pub fn on_segment(&mut self, now: Instant, seq: u64, len: u32, ts: Instant) -> (u64, Option<Ack>) {
         let end = seq + u64::from(len);
+        // RFC 7323 §4.3: TS.Recent follows segments that cover the left edge of the last ACK.
+        if seq <= self.last_ack_sent && self.ts_recent.is_none_or(|r| ts >= r) {
+            self.ts_recent = Some(ts);
+        }
         let had_holes = !self.ooo.is_empty();
         if end <= self.rcv_nxt || self.ooo.iter().any(|&(a, b)| a <= seq && end <= b) {
             self.duplicates += 1;
+            if self.cfg.recovery.dsack {
+                self.dsack = Some((seq, end));
+            }
             return (0, Some(self.ack())); // RFC 5681: ACK duplicates at once
+        }
+        if seq < self.rcv_nxt && self.cfg.recovery.dsack {
+            self.dsack = Some((seq, self.rcv_nxt)); // partly a duplicate
         }
         let before = self.rcv_nxt;
         if seq <= self.rcv_nxt {
@@ -65,8 +90,10 @@ impl TcpReceiver {
         let newly = self.rcv_nxt - before;
         self.delivered += newly;
         self.unacked += 1;
-        // Immediate ACK for out-of-order data, for a segment that fills a hole, or every 2nd segment.
-        if seq > before || had_holes || self.unacked >= 2 {
+        // Immediate ACK for out-of-order data, for a segment that fills a hole, every 2nd segment,
+        // a duplicate part to report, and every segment in quick-ACK mode.
+        if seq > before || had_holes || self.unacked >= 2 || self.dsack.is_some() || self.quick_left > 0 {
+            self.quick_left = self.quick_left.saturating_sub(1);
             return (newly, Some(self.ack()));
         }
         if self.delack_deadline.is_none() {
@@ -113,22 +140,35 @@ impl TcpReceiver {
     fn ack(&mut self) -> Ack {
         self.unacked = 0;
         self.delack_deadline = None;
-        let mut a = Ack { cum: self.rcv_nxt, rwnd: self.cfg.rwnd, ..Default::default() };
-        // RFC 2018: the block with the latest segment first, then the others, highest first.
-        let mut blocks: Vec<(u64, u64)> = Vec::with_capacity(3);
+        self.last_ack_sent = self.rcv_nxt;
+        let mut a = Ack { cum: self.rcv_nxt, rwnd: self.cfg.rwnd, ts_ecr: self.ts_recent, ..Default::default() };
+        // RFC 2883: a duplicate is reported in the first block (once); RFC 2018: then the block with
+        // the latest segment, then the others, highest first.
+        let mut blocks: Vec<(u64, u64)> = Vec::with_capacity(4);
+        let dup = usize::from(self.dsack.is_some());
+        if let Some(d) = self.dsack.take() {
+            blocks.push(d);
+            // A duplicate above rcv_nxt is reported with the block that holds it next (RFC 2883 §4.2).
+            if let Some(&b) = self.ooo.iter().find(|&&(s, e)| s <= d.0 && d.1 <= e) {
+                blocks.push(b);
+            }
+        }
         if let Some(lb) = self.last_block {
             if let Some(&b) = self.ooo.iter().find(|&&(s, e)| s <= lb.0 && lb.1 <= e) {
-                blocks.push(b);
+                if !blocks[dup..].contains(&b) {
+                    blocks.push(b);
+                }
             }
         }
         for &b in self.ooo.iter().rev() {
             if blocks.len() == 3 {
                 break;
             }
-            if !blocks.contains(&b) {
+            if !blocks[dup..].contains(&b) {
                 blocks.push(b);
             }
         }
+        blocks.truncate(3);
         for (k, b) in blocks.iter().enumerate() {
             a.sack[k] = *b;
         }

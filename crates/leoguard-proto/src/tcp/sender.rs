@@ -1,7 +1,9 @@
-//! The sending side: SACK scoreboard, loss detection (DupThresh for originals, RACK for
-//! retransmissions), RFC 6298 RTO, pacing, delivery-rate samples.
+//! The sending side: SACK scoreboard, loss detection (RACK with Linux's reordering window, or the
+//! older DupThresh), Tail Loss Probes, RFC 6298 RTO with F-RTO, undo of spurious recoveries, PRR,
+//! pacing, delivery-rate samples.
 
-use super::{Ack, Segment, TcpConfig};
+use super::rack::{sent_after, Rack};
+use super::{Ack, Recovery, Segment, TcpConfig};
 use crate::cc::{AckEvent, CongestionControl, RateSample};
 use leoguard_core::{Bytes, Duration, Instant};
 use std::cmp::Reverse;
@@ -12,7 +14,10 @@ struct Sent {
     seq: u64,
     len: u32,
     sent_at: Instant,
+    /// Ever retransmitted (Linux `TCPCB_EVER_RETRANS`).
     retrans: bool,
+    /// A retransmission of it is outstanding (Linux `TCPCB_SACKED_RETRANS`, counted in `retrans_out`).
+    rout: bool,
     sacked: bool,
     lost: bool,
     delivered: u64,
@@ -21,12 +26,18 @@ struct Sent {
     app_limited: bool,
 }
 
+impl Sent {
+    fn end(&self) -> u64 {
+        self.seq + u64::from(self.len)
+    }
+}
+
 /// Sender counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SenderStats {
     /// Segments sent, retransmissions included.
     pub segments_sent: u64,
-    /// Retransmitted segments.
+    /// Retransmitted segments (Tail Loss Probes that resent a segment included).
     pub retransmissions: u64,
     /// Retransmission timeouts.
     pub rtos: u64,
@@ -34,12 +45,28 @@ pub struct SenderStats {
     pub recoveries: u64,
     /// Bytes cumulatively acknowledged.
     pub bytes_acked: u64,
+    /// Tail Loss Probes sent.
+    pub tlps: u64,
+    /// ACKs that carried a DSACK block.
+    pub dsacks: u64,
+    /// Window reductions undone as spurious (DSACK, Eifel or F-RTO).
+    pub undos: u64,
+    /// Of those, retransmission timeouts found spurious by F-RTO.
+    pub frto_undos: u64,
+}
+
+/// Probe the sender owes after its Tail Loss Probe timer fired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Probe {
+    New,
+    Retransmit(u64),
 }
 
 /// The sending side of one connection.
 #[derive(Debug)]
 pub struct TcpSender {
     cfg: TcpConfig,
+    rec: Recovery,
     cc: Box<dyn CongestionControl>,
     /// Total bytes the application has to send (`None`: unlimited bulk transfer).
     limit: Option<u64>,
@@ -52,20 +79,48 @@ pub struct TcpSender {
     /// Retransmissions in send order, for RACK.
     retx: VecDeque<(u64, Instant)>,
     highest_sacked: u64,
+    /// Segments SACKed above `snd_una` (Linux `sacked_out`).
+    sacked_segs: u64,
+    /// Retransmissions outstanding (Linux `retrans_out`).
+    retrans_out: u64,
     /// Recent spans [lo, hi) in which every segment in flight is known SACKed (empty spans unused).
     sacked_spans: [(u64, u64); 4],
     sacked_spans_next: usize,
-    /// Originals below this sequence number have been classified by the DupThresh scan.
+    /// Originals below this sequence number need no further loss scan (delivered, lost or resent).
     loss_scan_seq: u64,
+    rack: Rack,
+    reo_deadline: Option<Instant>,
     srtt: Option<Duration>,
     rttvar: Duration,
     min_rtt: Duration,
     rto: Duration,
     rto_deadline: Option<Instant>,
+    pto_deadline: Option<Instant>,
+    probe: Option<Probe>,
+    /// `snd_nxt` when the outstanding Tail Loss Probe went out, and whether it was a retransmission.
+    tlp_high: Option<(u64, bool)>,
     in_recovery: bool,
     /// After an RTO until everything outstanding then is acknowledged (Linux's Loss state).
     in_loss: bool,
     recovery_point: u64,
+    /// Undo bookkeeping (Linux `undo_marker`, `undo_retrans`, `retrans_stamp`, `prior_cwnd`,
+    /// `prior_ssthresh`).
+    undo_marker: Option<u64>,
+    undo_retrans: i64,
+    retrans_stamp: Option<Instant>,
+    prior_cwnd: u64,
+    prior_ssthresh: u64,
+    /// F-RTO is judging the last timeout; `frto_new`: send new data rather than retransmit (step 2b).
+    frto: bool,
+    frto_new: bool,
+    /// PRR (RFC 6937): bytes delivered and sent since recovery started, and the window it allows.
+    prr_delivered: u64,
+    prr_out: u64,
+    prr_cwnd: u64,
+    /// Linux `tcp_cwnd_validate`: whether the window limited sending in the current window of data.
+    is_cwnd_limited: bool,
+    max_in_flight: u64,
+    cwnd_usage_seq: u64,
     pacing_next: Instant,
     delivered: u64,
     delivered_time: Instant,
@@ -80,6 +135,7 @@ impl TcpSender {
     pub fn new(cfg: TcpConfig, cc: Box<dyn CongestionControl>, limit: Option<u64>) -> Self {
         TcpSender {
             cfg,
+            rec: cfg.recovery,
             cc,
             limit,
             snd_una: 0,
@@ -89,17 +145,37 @@ impl TcpSender {
             lost: BinaryHeap::new(),
             retx: VecDeque::new(),
             highest_sacked: 0,
+            sacked_segs: 0,
+            retrans_out: 0,
             sacked_spans: [(0, 0); 4],
             sacked_spans_next: 0,
             loss_scan_seq: 0,
+            rack: Rack::new(),
+            reo_deadline: None,
             srtt: None,
             rttvar: Duration::ZERO,
             min_rtt: Duration(u64::MAX),
             rto: cfg.initial_rto,
             rto_deadline: None,
+            pto_deadline: None,
+            probe: None,
+            tlp_high: None,
             in_recovery: false,
             in_loss: false,
             recovery_point: 0,
+            undo_marker: None,
+            undo_retrans: -1,
+            retrans_stamp: None,
+            prior_cwnd: 0,
+            prior_ssthresh: 0,
+            frto: false,
+            frto_new: false,
+            prr_delivered: 0,
+            prr_out: 0,
+            prr_cwnd: 0,
+            is_cwnd_limited: false,
+            max_in_flight: 0,
+            cwnd_usage_seq: 0,
             pacing_next: Instant::ZERO,
             delivered: 0,
             delivered_time: Instant::ZERO,
@@ -132,6 +208,11 @@ impl TcpSender {
     /// Bytes in flight (RFC 6675 pipe).
     pub fn in_flight(&self) -> u64 {
         self.pipe
+    }
+
+    /// RACK's reordering-window steps (1 until DSACKs widen it).
+    pub fn reordering_steps(&self) -> u32 {
+        self.rack.steps()
     }
 
     /// Whether every byte the application had has been acknowledged.
@@ -177,6 +258,7 @@ impl TcpSender {
         self.snd_nxt = at;
         self.highest_sacked = at;
         self.loss_scan_seq = at;
+        self.cwnd_usage_seq = at;
         self.stats = stats;
         self.stats.bytes_acked += at.saturating_sub(una);
     }
@@ -197,48 +279,96 @@ impl TcpSender {
         None
     }
 
+    /// The window sending is held to now: PRR's during recovery (for controllers that leave it to
+    /// the sender), else the controller's.
+    fn window(&self) -> u64 {
+        if self.in_recovery && self.rec.prr && !self.cc.owns_recovery_window() {
+            self.prr_cwnd
+        } else {
+            self.cc.cwnd()
+        }
+    }
+
     /// The next segment to send now, if the window, the receiver and pacing allow one.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Segment> {
         if self.cc.pacing_rate().is_some() && now < self.pacing_next {
             return None;
         }
-        let cwnd = self.cc.cwnd();
-        let mss = u64::from(self.cfg.mss);
-        if let Some(i) = self.next_lost() {
-            let len = u64::from(self.flight[i].len);
-            if self.pipe + len > cwnd.max(mss) {
-                return None;
+        if let Some(p) = self.probe.take() {
+            if let Some(seg) = self.send_probe(now, p) {
+                return Some(seg);
             }
-            self.lost.pop();
-            let s = &mut self.flight[i];
-            s.lost = false;
-            s.retrans = true;
-            s.sent_at = now;
-            let seg = Segment { seq: s.seq, len: s.len, retransmission: true };
-            self.retx.push_back((seg.seq, now));
-            self.stats.retransmissions += 1;
-            self.on_emit(now, len);
-            return Some(seg);
+        }
+        let cwnd = self.window();
+        let mss = u64::from(self.cfg.mss);
+        // F-RTO step 2b: after the first ACK following a timeout, new data tests whether it was spurious.
+        if !self.frto_new {
+            if let Some(i) = self.next_lost() {
+                let len = u64::from(self.flight[i].len);
+                if self.pipe + len > cwnd.max(mss) {
+                    self.cwnd_validate(true);
+                    return None;
+                }
+                self.lost.pop();
+                return Some(self.retransmit(now, i, true));
+            }
         }
         let end = self.limit.unwrap_or(u64::MAX);
         if self.snd_nxt >= end {
+            self.cwnd_validate(false);
             return None;
         }
         let len = mss.min(end - self.snd_nxt);
-        if self.pipe + len > cwnd || self.snd_nxt + len > self.snd_una + self.peer_rwnd {
+        if self.pipe + len > cwnd {
+            self.cwnd_validate(true);
             return None;
         }
+        if self.snd_nxt + len > self.snd_una + self.peer_rwnd {
+            self.cwnd_validate(false);
+            return None;
+        }
+        Some(self.send_new(now, len))
+    }
+
+    /// Resends `flight[i]`; `was_lost`: it was marked lost (a probe resends one that was not).
+    fn retransmit(&mut self, now: Instant, i: usize, was_lost: bool) -> Segment {
+        let s = &mut self.flight[i];
+        s.lost = false;
+        s.retrans = true;
+        let counted = s.rout;
+        s.rout = true;
+        s.sent_at = now;
+        let seg = Segment { seq: s.seq, len: s.len, retransmission: true, ts: now };
+        let len = u64::from(s.len);
+        if !counted {
+            self.retrans_out += 1;
+        }
+        self.retx.push_back((seg.seq, now));
+        self.stats.retransmissions += 1;
+        // Linux `__tcp_retransmit_skb`: the episode's first retransmission time and its count.
+        self.retrans_stamp.get_or_insert(now);
+        self.undo_retrans = self.undo_retrans.max(0) + 1;
+        if was_lost {
+            self.on_emit(now, len, len);
+        } else {
+            self.on_emit(now, len, 0); // already counted in the pipe
+        }
+        seg
+    }
+
+    fn send_new(&mut self, now: Instant, len: u64) -> Segment {
         if self.flight.is_empty() {
             // Delivery-rate estimation restarts its send interval when the pipe was empty.
             self.first_sent_time = now;
             self.delivered_time = now;
         }
-        let seg = Segment { seq: self.snd_nxt, len: len as u32, retransmission: false };
+        let seg = Segment { seq: self.snd_nxt, len: len as u32, retransmission: false, ts: now };
         self.flight.push_back(Sent {
             seq: seg.seq,
             len: seg.len,
             sent_at: now,
             retrans: false,
+            rout: false,
             sacked: false,
             lost: false,
             delivered: self.delivered,
@@ -247,13 +377,44 @@ impl TcpSender {
             app_limited: false,
         });
         self.snd_nxt += len;
-        self.on_emit(now, len);
+        self.on_emit(now, len, len);
+        if self.pto_deadline.is_none() {
+            self.schedule_probe(now);
+        }
+        seg
+    }
+
+    /// Sends what the Tail Loss Probe timer asked for (beyond the window: it is one segment).
+    fn send_probe(&mut self, now: Instant, p: Probe) -> Option<Segment> {
+        let end = self.limit.unwrap_or(u64::MAX);
+        let seg = match p {
+            Probe::New if self.snd_nxt < end && self.snd_nxt < self.snd_una + self.peer_rwnd => {
+                let len = u64::from(self.cfg.mss).min(end - self.snd_nxt);
+                self.send_new(now, len)
+            }
+            Probe::Retransmit(seq) => {
+                let i = self.index_of(seq)?;
+                if self.flight[i].sacked {
+                    return None;
+                }
+                let was_lost = self.flight[i].lost;
+                self.retransmit(now, i, was_lost)
+            }
+            Probe::New => return None,
+        };
+        self.stats.tlps += 1;
+        self.tlp_high = Some((self.snd_nxt, seg.retransmission));
+        self.pto_deadline = None;
+        self.rto_deadline = Some(now + self.rto);
         Some(seg)
     }
 
-    fn on_emit(&mut self, now: Instant, len: u64) {
-        self.pipe += len;
+    fn on_emit(&mut self, now: Instant, len: u64, pipe_add: u64) {
+        self.pipe += pipe_add;
         self.stats.segments_sent += 1;
+        if self.in_recovery {
+            self.prr_out += len;
+        }
         self.cc.on_sent(now, len, self.pipe);
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now + self.rto);
@@ -264,19 +425,69 @@ impl TcpSender {
         }
     }
 
-    /// When the sender next needs `handle_timeout` (RTO) or can send again (pacing).
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        // Pacing only matters while there is something to send.
-        let has_data = !self.lost.is_empty() || self.snd_nxt < self.limit.unwrap_or(u64::MAX);
-        let pace = (self.cc.pacing_rate().is_some() && has_data).then_some(self.pacing_next);
-        match (self.rto_deadline, pace) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+    /// Linux `tcp_cwnd_validate`: remember whether the window limited sending over the current
+    /// window of data, and the most that was in flight.
+    fn cwnd_validate(&mut self, limited: bool) {
+        if self.snd_una >= self.cwnd_usage_seq || limited || (!self.is_cwnd_limited && self.pipe > self.max_in_flight) {
+            self.is_cwnd_limited = limited;
+            self.max_in_flight = self.pipe;
+            self.cwnd_usage_seq = self.snd_nxt;
         }
     }
 
-    /// Handles the retransmission timer: RFC 6298 backoff, everything outstanding marked lost.
+    /// Linux `tcp_is_cwnd_limited`.
+    fn cwnd_limited(&self) -> bool {
+        if !self.rec.cwnd_limited || self.is_cwnd_limited {
+            return true;
+        }
+        // In slow start, grow to twice what was in flight.
+        self.cc.cwnd() < self.cc.ssthresh() && self.cc.cwnd() < 2 * self.max_in_flight
+    }
+
+    /// Linux `tcp_schedule_loss_probe`: a probe 2 SRTT after the last send or ACK (plus the delayed-ACK
+    /// allowance when one segment is out), never after the RTO would fire; only in the Open state.
+    fn schedule_probe(&mut self, now: Instant) {
+        self.pto_deadline = None;
+        if !self.rec.tlp || self.in_recovery || self.in_loss || self.tlp_high.is_some() || self.flight.is_empty() {
+            return;
+        }
+        let Some(srtt) = self.srtt else { return };
+        let extra = if self.flight.len() == 1 { self.cfg.min_rto } else { Duration::from_millis(2) };
+        let mut at = now + Duration(2 * srtt.as_nanos()) + extra;
+        if let Some(r) = self.rto_deadline {
+            at = at.min(r);
+        }
+        self.pto_deadline = Some(at);
+    }
+
+    /// When the sender next needs `handle_timeout` (RTO, probe, reordering timer) or can send again
+    /// (pacing).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        // Pacing only matters while there is something to send.
+        let has_data = !self.lost.is_empty() || self.probe.is_some() || self.snd_nxt < self.limit.unwrap_or(u64::MAX);
+        let pace = (self.cc.pacing_rate().is_some() && has_data).then_some(self.pacing_next);
+        [self.rto_deadline, self.pto_deadline, self.reo_deadline, pace].into_iter().flatten().min()
+    }
+
+    /// Handles the timers: the reordering timer (RACK), the Tail Loss Probe, and the retransmission
+    /// timer (RFC 6298 backoff, everything outstanding marked lost, F-RTO armed).
     pub fn handle_timeout(&mut self, now: Instant) {
+        if self.reo_deadline.is_some_and(|d| now >= d) {
+            self.reo_deadline = None;
+            if self.rack_detect(now) {
+                self.on_new_losses(now, 0);
+            }
+        }
+        if self.pto_deadline.is_some_and(|d| now >= d) {
+            self.pto_deadline = None;
+            let end = self.limit.unwrap_or(u64::MAX);
+            let new_ok = self.snd_nxt < end && self.snd_nxt < self.snd_una + self.peer_rwnd;
+            self.probe = if new_ok {
+                Some(Probe::New)
+            } else {
+                self.flight.iter().rev().find(|s| !s.sacked).map(|s| Probe::Retransmit(s.seq))
+            };
+        }
         let Some(deadline) = self.rto_deadline else {
             return;
         };
@@ -289,28 +500,101 @@ impl TcpSender {
         }
         self.stats.rtos += 1;
         let prior = self.pipe;
+        let first_episode = !self.in_recovery && !self.in_loss;
+        if first_episode {
+            self.init_undo();
+        }
         self.lost.clear();
         self.retx.clear();
+        self.reo_deadline = None;
+        self.pto_deadline = None;
+        self.probe = None;
+        self.tlp_high = None;
+        let head = self.flight.front().map_or(0, |s| s.seq);
+        let rack_rtt = self.rack.rtt;
+        let rack_on = self.rec.rack;
         for s in &mut self.flight {
-            if !s.sacked {
-                s.lost = true;
-                self.lost.push(Reverse(s.seq));
+            if s.sacked {
+                continue;
             }
+            // Linux `tcp_timeout_mark_lost`: with RACK, segments sent less than an RTT ago wait.
+            if !s.lost && rack_on && s.seq != head && now.saturating_duration_since(s.sent_at) < rack_rtt {
+                continue;
+            }
+            if !s.lost {
+                s.lost = true;
+                self.pipe -= u64::from(s.len);
+            }
+            if s.rout {
+                s.rout = false;
+                self.retrans_out -= 1;
+            }
+            self.lost.push(Reverse(s.seq));
         }
-        self.pipe = 0;
         self.in_recovery = false;
         self.in_loss = true;
         self.recovery_point = self.snd_nxt;
+        self.frto = self.rec.frto;
+        self.frto_new = false;
         self.cc.on_rto(now, prior);
         self.rto = Duration((self.rto.as_nanos() * 2).min(self.cfg.max_rto.as_nanos()));
         self.rto_deadline = Some(now + self.rto);
+    }
+
+    /// Linux `tcp_init_undo` (and the prior window `tcp_enter_recovery`/`tcp_enter_loss` keep).
+    fn init_undo(&mut self) {
+        self.undo_marker = Some(self.snd_una);
+        self.undo_retrans = if self.retrans_out > 0 { self.retrans_out as i64 } else { -1 };
+        self.retrans_stamp = None;
+        self.prior_cwnd = self.cc.cwnd();
+        // Linux `tcp_current_ssthresh`: at least 3/4 of the window.
+        self.prior_ssthresh = self.cc.ssthresh().max(self.cc.cwnd() / 4 * 3);
+    }
+
+    /// Linux `tcp_may_undo`: every retransmission of the episode was DSACKed, or the echoed timestamp
+    /// shows the data arrived before the first retransmission (Eifel).
+    fn may_undo(&self, ts_ecr: Option<Instant>) -> bool {
+        self.rec.undo && self.undo_marker.is_some() && (self.undo_retrans == 0 || self.packet_delayed(ts_ecr))
+    }
+
+    /// Linux `tcp_packet_delayed`.
+    fn packet_delayed(&self, ts_ecr: Option<Instant>) -> bool {
+        matches!((self.retrans_stamp, ts_ecr), (Some(r), Some(e)) if e < r)
+    }
+
+    /// Linux `tcp_undo_cwnd_reduction`: the window returns to its value before the episode, the
+    /// episode ends; `unmark_loss` also forgets which segments were marked lost.
+    fn undo(&mut self, now: Instant, unmark_loss: bool) {
+        if unmark_loss {
+            for s in &mut self.flight {
+                if s.lost {
+                    s.lost = false;
+                    self.pipe += u64::from(s.len);
+                }
+            }
+            self.lost.clear();
+            self.loss_scan_seq = self.snd_una;
+        }
+        if self.in_recovery || self.in_loss {
+            self.cc.on_recovery_end(now);
+        }
+        self.cc.undo(now, self.prior_cwnd, self.prior_ssthresh);
+        self.undo_marker = None;
+        self.in_recovery = false;
+        self.in_loss = false;
+        self.frto = false;
+        self.frto_new = false;
+        self.stats.undos += 1;
     }
 
     /// Processes an ACK from the receiver.
     pub fn on_ack(&mut self, now: Instant, ack: &Ack) {
         self.peer_rwnd = ack.rwnd;
         let prior_in_flight = self.pipe;
+        let prior_highest_sacked = self.highest_sacked;
         let mut bytes_acked = 0u64;
+        let mut newly_sacked = false;
+        let mut orig_delivered = false;
         let mut rtt: Option<Duration> = None;
         let mut newest: Option<Sent> = None;
         let consider = |s: &Sent, newest: &mut Option<Sent>| {
@@ -318,22 +602,39 @@ impl TcpSender {
                 *newest = Some(*s);
             }
         };
+        let dsack = if self.rec.dsack || self.rec.undo || self.rec.rack { ack.dsack() } else { None };
+        if let Some((ds, de)) = dsack {
+            self.on_dsack(ds, de);
+        }
         let advanced = ack.cum > self.snd_una;
         while let Some(front) = self.flight.front() {
-            if front.seq + u64::from(front.len) > ack.cum {
+            if front.end() > ack.cum {
                 break;
             }
             let s = self.flight.pop_front().unwrap_or_else(|| unreachable!("front exists"));
-            if !s.sacked {
-                bytes_acked += u64::from(s.len);
-                if !s.lost {
-                    self.pipe -= u64::from(s.len);
-                }
-                if !s.retrans {
-                    rtt = Some(now.saturating_duration_since(s.sent_at));
-                }
-                consider(&s, &mut newest);
+            if s.rout {
+                self.retrans_out -= 1;
             }
+            if s.sacked {
+                self.sacked_segs -= 1;
+                continue;
+            }
+            bytes_acked += u64::from(s.len);
+            if !s.lost {
+                self.pipe -= u64::from(s.len);
+            }
+            if !s.retrans {
+                rtt = Some(now.saturating_duration_since(s.sent_at));
+                // F-RTO's evidence: data sent before the timeout, never resent, was delivered.
+                orig_delivered |= s.end() <= self.recovery_point;
+                // Delivered below data SACKed before it: the path reorders (Linux
+                // `tcp_clean_rtx_queue` -> `tcp_check_sack_reordering`).
+                if s.seq < prior_highest_sacked {
+                    self.rack.reord_seen = true;
+                }
+            }
+            self.rack.advance(now, s.sent_at, s.end(), s.retrans, self.min_rtt);
+            consider(&s, &mut newest);
         }
         if advanced {
             self.stats.bytes_acked += ack.cum - self.snd_una;
@@ -342,7 +643,12 @@ impl TcpSender {
             // retransmission that fills the hole acknowledges beyond what this connection sent.
             self.snd_nxt = self.snd_nxt.max(self.snd_una);
         }
-        for &(start, end) in &ack.sack[..usize::from(ack.n_sack.min(3))] {
+        // Linux processes SACK blocks in ascending order.
+        let mut blocks = [(0u64, 0u64); 3];
+        let n = ack.sack_blocks().len();
+        blocks[..n].copy_from_slice(ack.sack_blocks());
+        blocks[..n].sort_unstable();
+        for &(start, end) in &blocks[..n] {
             // A block inside a span already known SACKed changes nothing (most ACKs repeat older blocks).
             if self.sacked_spans.iter().any(|&(a, b)| a <= start && end <= b) {
                 continue;
@@ -351,7 +657,7 @@ impl TcpSender {
             let mut i = first;
             while i < self.flight.len() {
                 let s = &mut self.flight[i];
-                let s_end = s.seq + u64::from(s.len);
+                let s_end = s.end();
                 if s_end > end {
                     break;
                 }
@@ -359,28 +665,39 @@ impl TcpSender {
                     // Skip the rest of a known SACKed span in one search instead of walking it.
                     let seq = s.seq;
                     i = match self.sacked_spans.iter().find(|&&(a, b)| a <= seq && s_end <= b) {
-                        Some(&(_, b)) => self.flight.partition_point(|t| t.seq + u64::from(t.len) <= b),
+                        Some(&(_, b)) => self.flight.partition_point(|t| t.end() <= b),
                         None => i + 1,
                     };
                     continue;
                 }
                 s.sacked = true;
+                self.sacked_segs += 1;
+                newly_sacked = true;
                 bytes_acked += u64::from(s.len);
                 if !s.lost {
                     self.pipe -= u64::from(s.len);
                 }
                 s.lost = false;
+                if s.rout {
+                    s.rout = false;
+                    self.retrans_out -= 1;
+                }
                 if !s.retrans {
                     rtt = Some(now.saturating_duration_since(s.sent_at));
+                    orig_delivered |= s_end <= self.recovery_point;
+                    if s.seq < self.highest_sacked {
+                        self.rack.reord_seen = true;
+                    }
                 }
                 let copy = *s;
+                self.rack.advance(now, copy.sent_at, s_end, copy.retrans, self.min_rtt);
                 consider(&copy, &mut newest);
-                self.highest_sacked = self.highest_sacked.max(end);
+                self.highest_sacked = self.highest_sacked.max(s_end);
                 i += 1;
             }
             if i > first {
                 let last = &self.flight[i - 1];
-                self.note_sacked_span(self.flight[first].seq, last.seq + u64::from(last.len));
+                self.note_sacked_span(self.flight[first].seq, last.end());
             }
         }
         if let Some(r) = rtt {
@@ -388,6 +705,7 @@ impl TcpSender {
         }
         // Delivery-rate sample from the most recently sent packet this ACK delivered.
         let mut rate = None;
+        let mut newly_lost = false;
         if let Some(p) = newest {
             self.delivered += bytes_acked;
             let send_elapsed = p.sent_at.saturating_duration_since(p.first_sent_time);
@@ -401,14 +719,46 @@ impl TcpSender {
                 total_delivered: self.delivered,
                 is_app_limited: p.app_limited,
             });
-            self.detect_losses(now, p.sent_at);
+            if self.rec.rack {
+                self.rack.update_window(p.delivered, self.delivered);
+            }
         }
-        // Leaving fast recovery or the post-RTO Loss state: the controller may restore its window
-        // (BBR does, as Linux's bbr_set_cwnd_to_recover_or_restore).
-        if (self.in_recovery || self.in_loss) && self.snd_una >= self.recovery_point {
-            self.in_recovery = false;
-            self.in_loss = false;
-            self.cc.on_recovery_end(now);
+        self.process_tlp_ack(now, ack, dsack, advanced, newly_sacked);
+        // The recovery state machine (Linux `tcp_fastretrans_alert`).
+        let mut skip_detection = false;
+        if self.in_loss {
+            skip_detection = self.process_loss(now, ack, advanced, newly_sacked, orig_delivered);
+        } else if self.in_recovery {
+            if self.snd_una >= self.recovery_point {
+                if self.may_undo(ack.ts_ecr) {
+                    self.undo(now, false);
+                } else {
+                    self.in_recovery = false;
+                    self.cc.on_recovery_end(now);
+                }
+            } else if advanced && self.rec.undo && self.undo_marker.is_some() && self.packet_delayed(ack.ts_ecr) {
+                // Linux `tcp_try_undo_partial`: the hole was filled by the delayed original. With
+                // retransmissions still out, keep clocking out data but mark and resend nothing more.
+                self.rack.reord_seen = true;
+                if self.retrans_out > 0 {
+                    skip_detection = true;
+                } else {
+                    self.undo(now, true);
+                }
+            }
+            if self.in_recovery && self.try_undo_dsack(now) {
+                // back in the Open state
+            }
+        } else {
+            self.try_undo_dsack(now);
+        }
+        if !skip_detection && newest.is_some() {
+            newly_lost = self.detect_losses(now, newest.map_or(Instant::ZERO, |p| p.sent_at));
+        }
+        if newly_lost {
+            self.on_new_losses(now, bytes_acked);
+        } else if self.in_recovery {
+            self.prr_update(bytes_acked, advanced, false);
         }
         if bytes_acked > 0 {
             let ev = AckEvent {
@@ -420,12 +770,156 @@ impl TcpSender {
                 min_rtt: if self.min_rtt.0 == u64::MAX { Duration::ZERO } else { self.min_rtt },
                 rate,
                 in_recovery: self.in_recovery,
+                cwnd_limited: self.cwnd_limited(),
             };
             self.cc.on_ack(now, &ev);
         }
         if advanced {
             // RFC 6298 (5.3): restart the timer when new data is acknowledged.
             self.rto_deadline = (!self.flight.is_empty()).then_some(now + self.rto);
+        }
+        if advanced || bytes_acked > 0 {
+            self.schedule_probe(now);
+        }
+        if self.flight.is_empty() {
+            self.pto_deadline = None;
+            self.reo_deadline = None;
+        }
+    }
+
+    /// A DSACK for [start, end) (Linux `tcp_check_dsack` and the DSACK part of `tcp_sacktag_one`).
+    fn on_dsack(&mut self, start: u64, end: u64) {
+        self.stats.dsacks += 1;
+        self.rack.on_dsack();
+        let Some(marker) = self.undo_marker else { return };
+        if end <= self.snd_una {
+            // Data already acknowledged and forgotten: count one (Linux's "dumb counting").
+            if end > marker && self.undo_retrans > 0 {
+                self.undo_retrans -= 1;
+            }
+            return;
+        }
+        let from = self.flight.partition_point(|s| s.end() <= start);
+        let covered =
+            self.flight.range(from..).take_while(|s| s.seq < end).filter(|s| s.retrans && s.end() > marker).count();
+        self.undo_retrans = (self.undo_retrans - covered as i64).max(0);
+    }
+
+    /// Linux `tcp_try_undo_dsack`: every retransmission of the last episode was DSACKed.
+    fn try_undo_dsack(&mut self, now: Instant) -> bool {
+        if self.rec.undo && self.undo_marker.is_some() && self.undo_retrans == 0 {
+            self.rack.on_dsack_undo();
+            self.undo(now, false);
+            return true;
+        }
+        false
+    }
+
+    /// Linux `tcp_process_tlp_ack`: a probe that resent data and was not DSACKed repaired a loss,
+    /// which costs one window reduction.
+    fn process_tlp_ack(&mut self, now: Instant, ack: &Ack, dsack: Option<(u64, u64)>, advanced: bool, sacked: bool) {
+        let Some((high, retrans)) = self.tlp_high else { return };
+        if ack.cum < high {
+            return;
+        }
+        if !retrans || dsack.is_some_and(|(_, e)| e >= high) {
+            self.tlp_high = None;
+        } else if ack.cum > high {
+            self.tlp_high = None;
+            if !self.in_recovery && !self.in_loss {
+                self.cc.on_congestion_event(now, self.pipe);
+                self.cc.on_recovery_end(now);
+            }
+        } else if !advanced && !sacked {
+            self.tlp_high = None;
+        }
+    }
+
+    /// The Loss state after an RTO (Linux `tcp_process_loss` with F-RTO, RFC 5682); returns whether
+    /// loss marking is skipped on this ACK.
+    fn process_loss(&mut self, now: Instant, ack: &Ack, advanced: bool, sacked: bool, orig_delivered: bool) -> bool {
+        let recovered = self.snd_una >= self.recovery_point;
+        if self.frto && orig_delivered && self.rec.undo {
+            // Data never retransmitted was delivered: the timeout was spurious.
+            self.stats.frto_undos += 1;
+            self.undo(now, true);
+            return true;
+        }
+        if recovered {
+            if self.may_undo(ack.ts_ecr) {
+                self.undo(now, false);
+            } else {
+                self.in_loss = false;
+                self.frto = false;
+                self.frto_new = false;
+                self.cc.on_recovery_end(now);
+            }
+            return false;
+        }
+        if self.frto {
+            self.frto_new = false;
+            if self.snd_nxt > self.recovery_point {
+                // Step 3a: new data went out and the ACK shows a hole: the loss was real.
+                if sacked || !advanced {
+                    self.frto = false;
+                }
+            } else if advanced {
+                // Step 2b: send new data next if there is any, else give up on F-RTO (Linux moves
+                // `high_seq` to `snd_nxt` here).
+                self.recovery_point = self.snd_nxt;
+                let end = self.limit.unwrap_or(u64::MAX);
+                if self.snd_nxt < end && self.snd_nxt < self.snd_una + self.peer_rwnd {
+                    self.frto_new = true;
+                } else {
+                    self.frto = false;
+                }
+            }
+        }
+        false
+    }
+
+    /// Segments were newly marked lost: enter recovery if not recovering yet, then PRR.
+    fn on_new_losses(&mut self, now: Instant, delivered: u64) {
+        if !self.in_recovery && !self.in_loss {
+            self.in_recovery = true;
+            self.recovery_point = self.snd_nxt;
+            self.stats.recoveries += 1;
+            self.rack.on_recovery();
+            self.init_undo();
+            self.tlp_high = None;
+            self.pto_deadline = None;
+            self.prr_delivered = 0;
+            self.prr_out = 0;
+            self.cc.on_congestion_event(now, self.pipe);
+        }
+        if self.in_recovery {
+            self.prr_update(delivered, false, true);
+        }
+    }
+
+    /// PRR (RFC 6937 with the slow-start reduction bound, Linux `tcp_cwnd_reduction`): the window
+    /// for the rest of this ACK.
+    fn prr_update(&mut self, delivered: u64, una_advanced: bool, newly_lost: bool) {
+        let mss = u64::from(self.cfg.mss);
+        let ssthresh = self.cc.ssthresh();
+        if delivered > 0 {
+            self.prr_delivered += delivered;
+            let sndcnt = if self.pipe > ssthresh {
+                let recover_fs = self.prior_cwnd.max(1);
+                (ssthresh as u128 * self.prr_delivered as u128).div_ceil(recover_fs as u128) as i128
+                    - self.prr_out as i128
+            } else {
+                let mut s = (self.prr_delivered as i128 - self.prr_out as i128).max(delivered as i128);
+                if una_advanced && !newly_lost {
+                    s += mss as i128;
+                }
+                s.min(ssthresh as i128 - self.pipe as i128)
+            };
+            // Force the fast retransmit on entering recovery.
+            let sndcnt = sndcnt.max(if self.prr_out == 0 { mss as i128 } else { 0 }).max(0) as u64;
+            self.prr_cwnd = self.pipe + sndcnt;
+        } else if self.prr_out == 0 {
+            self.prr_cwnd = self.pipe + mss;
         }
     }
 
@@ -462,46 +956,118 @@ impl TcpSender {
         self.rto = Duration(rto.min(self.cfg.max_rto.0));
     }
 
-    fn detect_losses(&mut self, now: Instant, newest_delivered_sent_at: Instant) {
+    /// Marks segments lost; true if any was newly marked.
+    fn detect_losses(&mut self, now: Instant, newest_delivered_sent_at: Instant) -> bool {
+        if self.rec.rack {
+            self.rack_detect(now)
+        } else {
+            self.legacy_detect(newest_delivered_sent_at)
+        }
+    }
+
+    fn mark_lost(&mut self, i: usize) {
+        let s = &mut self.flight[i];
+        s.lost = true;
+        if s.rout {
+            s.rout = false;
+            self.retrans_out -= 1;
+        }
+        self.pipe -= u64::from(s.len);
+        self.lost.push(Reverse(s.seq));
+    }
+
+    /// RACK (RFC 8985 §6.2, Linux `tcp_rack_detect_loss`): a segment sent before the most recently
+    /// sent delivered one is lost once it has been out for RACK's RTT plus the reordering window;
+    /// the reordering timer is armed for the first one not yet due.
+    fn rack_detect(&mut self, now: Instant) -> bool {
+        let Some((xmit, xend)) = self.rack.xmit else { return false };
+        let srtt = self.srtt.unwrap_or(Duration::ZERO);
+        let min_rtt = if self.min_rtt.0 == u64::MAX { Duration::ZERO } else { self.min_rtt };
+        let reo = self.rack.window(self.in_recovery || self.in_loss, self.sacked_segs, min_rtt, srtt);
+        let wait = self.rack.rtt + reo;
+        let mut newly = false;
+        let mut timer: Option<Instant> = None;
+        // Originals, in send (= sequence) order, from where the last scan stopped.
+        let mut i = self.flight.partition_point(|s| s.seq < self.loss_scan_seq);
+        while i < self.flight.len() {
+            let s = self.flight[i];
+            if s.sacked || s.lost || s.retrans {
+                self.loss_scan_seq = s.end();
+                i += 1;
+                continue;
+            }
+            if !sent_after(xmit, xend, s.sent_at, s.end()) {
+                break;
+            }
+            let due = s.sent_at + wait;
+            if due > now {
+                timer = Some(due);
+                break;
+            }
+            self.mark_lost(i);
+            newly = true;
+            self.loss_scan_seq = s.end();
+            i += 1;
+        }
+        // Retransmissions, in send order.
+        while let Some(&(seq, at)) = self.retx.front() {
+            let Some(i) = self.index_of(seq) else {
+                self.retx.pop_front();
+                continue;
+            };
+            let s = self.flight[i];
+            if s.sacked || s.lost || s.sent_at != at {
+                self.retx.pop_front(); // delivered, already lost, or resent since
+                continue;
+            }
+            if !sent_after(xmit, xend, at, s.end()) {
+                break;
+            }
+            let due = at + wait;
+            if due > now {
+                timer = Some(timer.map_or(due, |t| t.min(due)));
+                break;
+            }
+            self.retx.pop_front();
+            self.mark_lost(i);
+            newly = true;
+        }
+        self.reo_deadline = timer;
+        newly
+    }
+
+    /// The earlier model: DupThresh (3 segments SACKed above) for originals, RACK with a zero window
+    /// for retransmissions.
+    fn legacy_detect(&mut self, newest_delivered_sent_at: Instant) -> bool {
         let thresh = 3 * u64::from(self.cfg.mss);
         let mut newly = false;
-        // Originals: DupThresh by SACKed bytes above them. Each original is classified once, so the
-        // scan resumes where the last one stopped (a cursor, not a walk from the front every ACK).
+        // Each original is classified once, so the scan resumes where the last one stopped.
         let from = self.flight.partition_point(|s| s.seq < self.loss_scan_seq);
-        for s in self.flight.range_mut(from..) {
+        for i in from..self.flight.len() {
+            let s = self.flight[i];
             self.loss_scan_seq = s.seq;
-            if s.seq + u64::from(s.len) + thresh > self.highest_sacked {
+            if s.end() + thresh > self.highest_sacked {
                 break;
             }
             self.loss_scan_seq = s.seq + 1;
             if !s.sacked && !s.lost && !s.retrans {
-                s.lost = true;
-                self.pipe -= u64::from(s.len);
-                self.lost.push(Reverse(s.seq));
+                self.mark_lost(i);
                 newly = true;
             }
         }
-        // Retransmissions: RACK, lost once something sent after them was delivered.
         while let Some(&(seq, at)) = self.retx.front() {
             if at >= newest_delivered_sent_at {
                 break;
             }
             self.retx.pop_front();
             if let Some(i) = self.index_of(seq) {
-                let s = &mut self.flight[i];
+                let s = self.flight[i];
                 if s.retrans && !s.sacked && !s.lost && s.sent_at == at {
-                    s.lost = true;
-                    self.pipe -= u64::from(s.len);
-                    self.lost.push(Reverse(seq));
+                    self.mark_lost(i);
                     newly = true;
                 }
             }
         }
-        if newly && !self.in_recovery && !self.in_loss {
-            self.in_recovery = true;
-            self.recovery_point = self.snd_nxt;
-            self.stats.recoveries += 1;
-            self.cc.on_congestion_event(now, self.pipe);
-        }
+        newly
     }
 }

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 
 /// A fixed window, halved on loss (enough to exercise the sender's machinery).
 #[derive(Debug)]
-struct Aimd {
-    cwnd: u64,
-    mss: u64,
+pub(super) struct Aimd {
+    pub cwnd: u64,
+    pub mss: u64,
 }
 
 impl CongestionControl for Aimd {
@@ -30,6 +30,9 @@ impl CongestionControl for Aimd {
     fn on_rto(&mut self, _: Instant, _: u64) {
         self.cwnd = self.mss;
     }
+    fn undo(&mut self, _: Instant, prior_cwnd: u64, _: u64) {
+        self.cwnd = self.cwnd.max(prior_cwnd);
+    }
     fn cwnd(&self) -> u64 {
         self.cwnd
     }
@@ -44,18 +47,31 @@ impl CongestionControl for Aimd {
     }
 }
 
-struct Outcome {
-    tx: TcpSender,
-    rx: TcpReceiver,
-    done_at: Instant,
-    delivered_order_ok: bool,
+pub(super) struct Outcome {
+    pub tx: TcpSender,
+    pub rx: TcpReceiver,
+    pub done_at: Instant,
+    pub delivered_order_ok: bool,
     /// (transmission index, seq) of every retransmission.
-    retx: Vec<(u64, u64)>,
+    pub retx: Vec<(u64, u64)>,
 }
 
 /// Sender -> (rate, delay, drops by transmission index, blackout) -> receiver; ACKs return after `delay`.
 fn transfer(bytes: u64, rate: Bps, delay: Duration, drops: &[u64], blackout: Option<(Instant, Instant)>) -> Outcome {
-    let cfg = TcpConfig::default();
+    transfer_full(TcpConfig::default(), bytes, rate, delay, drops, blackout, &|_| Duration::ZERO)
+}
+
+/// `transfer` with the endpoints configured by `cfg`, where transmission `k` reaches the receiver `extra(k)` later than the link
+/// delivers it (reordering, delay spikes).
+pub(super) fn transfer_full(
+    cfg: TcpConfig,
+    bytes: u64,
+    rate: Bps,
+    delay: Duration,
+    drops: &[u64],
+    blackout: Option<(Instant, Instant)>,
+    extra: &dyn Fn(u64) -> Duration,
+) -> Outcome {
     let mut tx = TcpSender::new(cfg, Box::new(Aimd { cwnd: 10 * 1448, mss: 1448 }), Some(bytes));
     let mut rx = TcpReceiver::new(cfg);
     // Events: time -> list of (is_ack, seg or ack).
@@ -73,10 +89,10 @@ fn transfer(bytes: u64, rate: Bps, delay: Duration, drops: &[u64], blackout: Opt
                 retx.push((k, seg.seq));
             }
             let lost = drops.contains(&k) || blackout.is_some_and(|(a, b)| link_free >= a && link_free < b);
-            k += 1;
             if !lost {
-                data.insert((link_free + delay, n), seg);
+                data.insert((link_free + delay + extra(k), n), seg);
             }
+            k += 1;
             n += 1;
         }
         let next =
@@ -95,7 +111,7 @@ fn transfer(bytes: u64, rate: Bps, delay: Duration, drops: &[u64], blackout: Opt
         }
         while let Some((&(t, id), _)) = data.iter().next().filter(|(key, _)| key.0 <= now) {
             let seg = data.remove(&(t, id)).unwrap();
-            let (_, ack) = rx.on_segment(now, seg.seq, seg.len);
+            let (_, ack) = rx.on_segment(now, seg.seq, seg.len, seg.ts);
             if rx.delivered < last_delivered {
                 order_ok = false;
             }
@@ -153,13 +169,17 @@ fn a_lost_retransmission_is_detected_without_waiting_for_the_rto() {
 }
 
 #[test]
-fn tail_loss_recovers_through_the_rto() {
-    // 100 segments of 1448 B; the last transmission is dropped: no SACK can reveal it.
+fn tail_loss_is_repaired_by_a_loss_probe_not_the_rto() {
+    // 100 segments of 1448 B; the last transmission is dropped: no SACK can reveal it. Linux sends
+    // a Tail Loss Probe (the last segment again) after 2 SRTT; the older model waits for the RTO.
     let bytes = 100 * 1448;
     let o = transfer(bytes, Bps::mbps(50), Duration::from_millis(10), &[99], None);
     assert_eq!(o.rx.delivered, bytes);
-    assert_eq!(o.tx.stats.rtos, 1);
-    assert_eq!(o.tx.stats.retransmissions, 1);
+    assert_eq!((o.tx.stats.rtos, o.tx.stats.tlps, o.tx.stats.retransmissions), (0, 1, 1));
+    let legacy = TcpConfig { recovery: Recovery::legacy(), ..TcpConfig::default() };
+    let old = transfer_full(legacy, bytes, Bps::mbps(50), Duration::from_millis(10), &[99], None, &|_| Duration::ZERO);
+    assert_eq!((old.tx.stats.rtos, old.tx.stats.tlps, old.tx.stats.retransmissions), (1, 0, 1));
+    assert!(o.done_at + Duration::from_millis(150) < old.done_at, "{:?} vs {:?}", o.done_at, old.done_at);
 }
 
 #[test]
@@ -209,7 +229,7 @@ fn sack_blocks_count_each_segment_once_as_they_grow_and_merge() {
         for (k, &(a, b)) in blocks.iter().enumerate() {
             sack[k] = (a * m, b * m);
         }
-        Ack { cum: 0, sack, n_sack: blocks.len() as u8, rwnd: u64::MAX / 2 }
+        Ack { cum: 0, sack, n_sack: blocks.len() as u8, rwnd: u64::MAX / 2, ts_ecr: None }
     };
     let steps: [&[(u64, u64)]; 7] = [
         &[(20, 22)],                   // 20, 21: a span above the others
@@ -249,7 +269,7 @@ fn writes_to_an_idle_connection_resume_sending_and_finish_exactly() {
             *now += Duration::from_millis(10);
             let mut last = None;
             for seg in segs {
-                last = rx.on_segment(*now, seg.seq, seg.len).1.or(last);
+                last = rx.on_segment(*now, seg.seq, seg.len, seg.ts).1.or(last);
             }
             if let Some(a) = last {
                 tx.on_ack(*now, &a);

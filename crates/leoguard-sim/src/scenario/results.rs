@@ -17,6 +17,12 @@ pub struct FlowResult {
     pub retransmissions: u64,
     /// Retransmission timeouts (TCP).
     pub rtos: u64,
+    /// Tail Loss Probes sent (TCP).
+    pub tlps: u64,
+    /// ACKs that reported a duplicate segment, DSACK (TCP).
+    pub dsacks: u64,
+    /// Window reductions undone as spurious (TCP: DSACK, Eifel or F-RTO).
+    pub undos: u64,
     /// Packets the sender emitted that the network lost (drops on any link), over packets emitted.
     pub network_loss: f64,
     /// For UDP: packets not received over packets sent (loss seen by the endpoint).
@@ -227,6 +233,9 @@ pub(super) fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], owne
                 fr.delivered_bytes = dst.tcp.delivered;
                 fr.retransmissions = src.tcp.stats.retransmissions;
                 fr.rtos = src.tcp.stats.rtos;
+                fr.tlps = src.tcp.stats.tlps;
+                fr.dsacks = src.tcp.stats.dsacks;
+                fr.undos = src.tcp.stats.undos;
                 fr.packets_sent = src.tcp.stats.segments_sent;
                 fr.fct_s = src.completed_at.map(|t| t.saturating_duration_since(f.start).as_secs_f64());
                 for x in &src.samples {

@@ -445,6 +445,7 @@ impl Chain {
             ack: a.cum,
             sack: a.sack,
             n_sack: a.n_sack,
+            ts_ecr: a.ts_ecr,
             size: self.header,
             dst: self.hops[seg].node.0,
             sent_at: ctx.now(),
@@ -525,7 +526,7 @@ impl Chain {
                 return;
             }
             let len = p.size.saturating_sub(self.header);
-            let ack = self.hops[h].proxy.as_mut().and_then(|x| x.on_data(now, p.seq, len));
+            let ack = self.hops[h].proxy.as_mut().and_then(|x| x.on_data(now, p.seq, len, p.sent_at));
             if let Some(a) = ack {
                 self.send_ack(seg, &a, ctx);
             }
@@ -535,7 +536,7 @@ impl Chain {
             if !self.here(h, node) {
                 return;
             }
-            let a = Ack { cum: p.ack, sack: p.sack, n_sack: p.n_sack, rwnd: p.seq };
+            let a = Ack { cum: p.ack, sack: p.sack, n_sack: p.n_sack, rwnd: p.seq, ts_ecr: p.ts_ecr };
             let update = self.hops[h].proxy.as_mut().and_then(|x| x.on_ack(now, &a));
             if let Some(u) = update {
                 self.send_ack(h - 1, &u, ctx);

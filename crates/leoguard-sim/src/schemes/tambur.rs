@@ -119,7 +119,15 @@ struct RxFlow {
     expected: u64,
     newest: u64,
     last_feedback: Option<Instant>,
+    /// A decode is scheduled (`SOLVE_BATCH` after the arrival that asked for it).
+    solve_pending: bool,
 }
+
+/// Arrivals are decoded in batches at most this long: solving after every packet of a fast TCP flow
+/// (thousands per slot) costs a dense solve each; a decoder on a real host batches the same way.
+const SOLVE_BATCH: Duration = Duration::from_millis(1);
+/// Timer tokens of decodes: this bit plus the receiver's index.
+const SOLVE_TOKEN: u64 = 1 << 62;
 
 /// One protected flow's ends: (flow id, index among protected flows, sender node, receiver node).
 pub type Protected = (u32, u32, u32, u32);
@@ -162,6 +170,7 @@ impl TamburHook {
                 expected: 0,
                 newest: 0,
                 last_feedback: None,
+                solve_pending: false,
             })
             .collect();
         TamburHook { opts, node, table, tx, rx, stats: TamburStats::default() }
@@ -249,7 +258,7 @@ impl TamburHook {
             }
         }
         r.expected = r.expected.max(id + 1);
-        self.solve(i, ctx);
+        self.schedule_solve(i, ctx);
     }
 
     fn on_parity_arrive(&mut self, i: usize, p: &Packet, ctx: &mut Ctx) {
@@ -265,11 +274,20 @@ impl TamburHook {
             r.decoder.add_parity(f, p.seq, None);
             r.newest = r.newest.max(f);
         }
-        self.solve(i, ctx);
+        self.schedule_solve(i, ctx);
+    }
+
+    fn schedule_solve(&mut self, i: usize, ctx: &mut Ctx) {
+        let r = &mut self.rx[i];
+        if !r.solve_pending {
+            r.solve_pending = true;
+            ctx.timer(ctx.now() + SOLVE_BATCH, SOLVE_TOKEN | i as u64);
+        }
     }
 
     fn solve(&mut self, i: usize, ctx: &mut Ctx) {
         let r = &mut self.rx[i];
+        r.solve_pending = false;
         let rec = r.decoder.solve();
         r.decoder.expire(r.newest);
         if rec.is_empty() {
@@ -296,6 +314,13 @@ impl Agent for TamburHook {
     fn on_packet(&mut self, _p: &Packet, _ctx: &mut Ctx) {}
 
     fn on_timer(&mut self, token: u64, ctx: &mut Ctx) {
+        if token & SOLVE_TOKEN != 0 {
+            let i = (token & !SOLVE_TOKEN) as usize;
+            if i < self.rx.len() {
+                self.solve(i, ctx);
+            }
+            return;
+        }
         let i = token as usize;
         if i < self.tx.len() {
             self.close_slot(i, ctx);

@@ -129,13 +129,13 @@ impl Endpoint {
         let now = ctx.now();
         let mut fresh = false;
         if p.flags & FLAG_DATA != 0 {
-            let (newly, ack) = self.rx.on_segment(now, p.seq, p.size.saturating_sub(HEADER));
+            let (newly, ack) = self.rx.on_segment(now, p.seq, p.size.saturating_sub(HEADER), p.sent_at);
             fresh = newly > 0;
             if let Some(a) = ack {
                 self.send_ack(&a, ctx);
             }
         } else if p.flags & FLAG_ACK != 0 {
-            let ack = Ack { cum: p.ack, sack: p.sack, n_sack: p.n_sack, rwnd: p.seq };
+            let ack = Ack { cum: p.ack, sack: p.sack, n_sack: p.n_sack, rwnd: p.seq, ts_ecr: p.ts_ecr };
             self.tx.on_ack(now, &ack);
         }
         fresh
@@ -148,6 +148,7 @@ impl Endpoint {
             ack: a.cum,
             sack: a.sack,
             n_sack: a.n_sack,
+            ts_ecr: a.ts_ecr,
             size: HEADER,
             dst: self.peer.0,
             sent_at: ctx.now(),

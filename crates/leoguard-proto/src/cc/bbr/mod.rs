@@ -500,6 +500,17 @@ impl CongestionControl for Bbr {
         self.ca_state = CaState::Open;
     }
 
+    fn owns_recovery_window(&self) -> bool {
+        true
+    }
+
+    fn undo(&mut self, _now: Instant, _prior_cwnd: u64, _prior_ssthresh: u64) {
+        // Linux `bbr_undo_cwnd`: full-pipe detection starts over; the window stays BBR's own (the
+        // sender's `on_recovery_end` before this already restored the window saved at the loss).
+        self.full_bw = 0;
+        self.full_bw_cnt = 0;
+    }
+
     fn on_rto(&mut self, _now: Instant, _in_flight: u64) {
         // Linux `tcp_enter_loss` (cwnd = packets in flight + 1, with every packet marked lost) and
         // `bbr_set_state(TCP_CA_Loss)`: the RTO ends a round and restarts full-pipe detection's

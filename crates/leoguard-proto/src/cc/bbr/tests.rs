@@ -55,6 +55,7 @@ impl Script {
                     is_app_limited: app_limited,
                 }),
                 in_recovery: false,
+                cwnd_limited: true,
             };
             cc.on_ack(self.now, &ack);
         }
@@ -307,6 +308,7 @@ fn packet_sim(rate: Bps, prop: Duration, loss: f64, secs: u64) -> (f64, Bbr) {
                     min_rtt,
                     rate: (interval >= min_rtt).then_some(rs),
                     in_recovery: recovery_point.is_some(),
+                    cwnd_limited: true,
                 };
                 cc.on_ack(now, &ack);
                 if recovery_point.is_some_and(|rp| p.seq >= rp) {

@@ -40,22 +40,30 @@ fn tunnel_shields_cubic_from_random_loss() {
     let coded = run(&lossy("cubic", Some(LiquidOptions::default()), 10)).unwrap();
     let st = coded.liquid.unwrap();
     let (gp, gc) = (plain.flows[0].goodput_bps, coded.flows[0].goodput_bps);
-    let (rp, rc) = (plain.flows[0].retransmissions, coded.flows[0].retransmissions);
     // Mathis: 1.22 · 1448 B / (55 ms · sqrt(0.01)) ~ 2.6 Mbit/s without coding; with coding the
     // 10 Mbit/s link less the tunnel's overhead (headers, padding of partial symbols, repair, and
     // the coded ACKs on the way back).
     assert!(gp < 4e6, "plain {gp}");
-    assert!(gc > 2.0 * gp && gc > 5e6, "coded {gc} vs plain {gp} ({st:?})");
+    // Linux's RACK marks a packet lost once a later one arrived min_rtt/4 earlier; the tunnel releases
+    // a recovered packet when its block decodes, often later than that, so CUBIC resends it
+    // spuriously (DSACKed; undone only when no new spurious resend lands in the same episode). The
+    // gain is therefore less than the older DupThresh model showed (6.5 vs 2.9 Mbit/s): measured
+    // 5.7 vs 2.9 (docs/liquid.md).
+    assert!(gc > 1.5 * gp && gc > 5e6, "coded {gc} vs plain {gp} ({st:?})");
     let wire = st.datagram_bytes as f64 / st.bytes_in as f64;
     assert!((1.1..2.0).contains(&wire), "wire bytes per byte in: {wire}");
-    // Per packet sent, retransmissions fall by far more than half (the rest: spurious ones when a
-    // recovered packet arrives late, and the rare lost block).
+    // Retransmissions of data that was really missing (not DSACKed later) fall by far more than half
+    // per packet sent: the tunnel repairs the losses, what TCP still resends was only late.
     let (pp, pc) = (plain.flows[0].packets_sent as f64, coded.flows[0].packets_sent as f64);
-    assert!((rc as f64 / pc) < 0.25 * (rp as f64 / pp), "retransmissions {rp}/{pp} without vs {rc}/{pc} with");
+    let real = |f: &crate::scenario::FlowResult| f.retransmissions.saturating_sub(f.dsacks) as f64;
+    let (rp, rc) = (real(&plain.flows[0]), real(&coded.flows[0]));
+    assert!(rc / pc < 0.25 * (rp / pp), "real retransmissions {rp}/{pp} without vs {rc}/{pc} with");
     assert!(st.blocks_recovered > 50 && st.packets_recovered > 50, "{st:?}");
-    // Packets leave the tunnel at most once; the few that do not were in blocks lost or in flight.
+    // Packets leave the tunnel at most once; the few that do not were in blocks lost or still inside
+    // the tunnel at the end (at most what entered over its longest entry-to-exit delay).
     assert!(st.packets_out <= st.packets_in);
-    assert!(st.packets_in - st.packets_out < st.packets_in / 100, "{st:?}");
+    let inside = st.packets_in as f64 * st.delay_max_ns as f64 / 10e9;
+    assert!(st.blocks_lost == 0 && ((st.packets_in - st.packets_out) as f64) < inside, "{st:?}");
     // Proactive repair is 10 % of each block's symbols, at least one per block.
     assert!(st.repair_symbols >= st.blocks && st.repair_symbols as f64 >= 0.1 * st.source_symbols as f64);
     assert!(st.feedback > 0 && st.delay_max_ns > 0);
