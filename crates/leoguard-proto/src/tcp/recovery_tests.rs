@@ -260,3 +260,40 @@ fn an_application_limited_sender_does_not_grow_its_window() {
     assert_eq!(grow(linux()), 10 * MSS);
     assert!(grow(with("cwnd_limited", false)) > 100 * MSS);
 }
+
+#[test]
+fn a_retransmission_a_timeout_leaves_outstanding_is_still_watched_by_rack() {
+    // A 990 ms path. Segments 0 and 10 are lost; the SACKs mark both and they are resent at t1.
+    // The initial RTO fires 10 ms later: the head is marked lost again and resent, segment 10's
+    // resend (10 ms old, less than RACK's RTT) stays outstanding. It is lost too: once the head's
+    // resend is acknowledged, RACK must find it, long before the backed-off timer (2 s) would.
+    let mut tx = TcpSender::new(with("frto", false), Box::new(Aimd { cwnd: 20 * MSS, mss: MSS }), None);
+    let t0 = Instant(1_000_000_000);
+    assert_eq!(send_all(&mut tx, t0).len(), 20);
+    let t1 = t0 + Duration::from_millis(990);
+    tx.on_ack(t1, &sack_ack(0, &[(1, 10), (11, 20)], Some(t0)));
+    let resent: Vec<u64> = send_all(&mut tx, t1).iter().filter(|s| s.retransmission).map(|s| s.seq / MSS).collect();
+    assert_eq!(resent, [0, 10]);
+    let t2 = t0 + Duration::from_secs(1);
+    tx.handle_timeout(t2);
+    assert_eq!(tx.stats.rtos, 1);
+    let head = tx.poll_transmit(t2).expect("the head is resent");
+    assert_eq!((head.seq, head.retransmission), (0, true));
+    let t3 = t2 + Duration::from_millis(990);
+    tx.on_ack(t3, &sack_ack(10, &[(11, 20)], Some(t2)));
+    let until = t3 + Duration::from_millis(1900);
+    let mut again = None;
+    let mut t = t3;
+    while again.is_none() {
+        again = std::iter::from_fn(|| tx.poll_transmit(t)).find(|s| s.seq == 10 * MSS);
+        match tx.poll_timeout() {
+            Some(d) if d <= until && again.is_none() => {
+                t = t.max(d);
+                tx.handle_timeout(t);
+            }
+            _ => break,
+        }
+    }
+    assert!(again.is_some_and(|s| s.retransmission), "segment 10 resent by RACK before {until:?}");
+    assert_eq!(tx.stats.rtos, 1, "without a second timeout");
+}

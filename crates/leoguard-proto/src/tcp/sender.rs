@@ -113,6 +113,9 @@ pub struct TcpSender {
     /// F-RTO is judging the last timeout; `frto_new`: send new data rather than retransmit (step 2b).
     frto: bool,
     frto_new: bool,
+    /// The timeout's resend of the head is owed, whatever the window (Linux `tcp_retransmit_timer`
+    /// sends it directly; segments the timeout left outstanding may fill the window of one).
+    rto_head: bool,
     /// PRR (RFC 6937): bytes delivered and sent since recovery started, and the window it allows.
     prr_delivered: u64,
     prr_out: u64,
@@ -170,6 +173,7 @@ impl TcpSender {
             prior_ssthresh: 0,
             frto: false,
             frto_new: false,
+            rto_head: false,
             prr_delivered: 0,
             prr_out: 0,
             prr_cwnd: 0,
@@ -305,7 +309,7 @@ impl TcpSender {
         if !self.frto_new {
             if let Some(i) = self.next_lost() {
                 let len = u64::from(self.flight[i].len);
-                if self.pipe + len > cwnd.max(mss) {
+                if !std::mem::take(&mut self.rto_head) && self.pipe + len > cwnd.max(mss) {
                     self.cwnd_validate(true);
                     return None;
                 }
@@ -505,7 +509,8 @@ impl TcpSender {
             self.init_undo();
         }
         self.lost.clear();
-        self.retx.clear();
+        // Retransmissions that stay outstanding (sent less than an RTT ago) keep their place in
+        // RACK's send-ordered list; the others are marked lost below and leave it when scanned.
         self.reo_deadline = None;
         self.pto_deadline = None;
         self.probe = None;
@@ -536,6 +541,7 @@ impl TcpSender {
         self.recovery_point = self.snd_nxt;
         self.frto = self.rec.frto;
         self.frto_new = false;
+        self.rto_head = true;
         self.cc.on_rto(now, prior);
         self.rto = Duration((self.rto.as_nanos() * 2).min(self.cfg.max_rto.as_nanos()));
         self.rto_deadline = Some(now + self.rto);
@@ -637,6 +643,7 @@ impl TcpSender {
             consider(&s, &mut newest);
         }
         if advanced {
+            self.rto_head = false;
             self.stats.bytes_acked += ack.cum - self.snd_una;
             self.snd_una = ack.cum;
             // After a restart the receiver may hold out-of-order data from the old connection: one
