@@ -69,7 +69,7 @@ def demo_scenario(duration_s: float = DURATION_S, seed: int = 1) -> Scenario:
                 "isl_rate_mbps": 1000, "queue_bytes": 400_000, "gsl_loss": {"model": "starlink"},
             },
             "flows": [
-                {"kind": "tcp", "src": "server", "dst": user, "cc": "cubic", "rate_mbps": 50, "delay_sensitive": True},
+                {"kind": "tcp", "src": "server", "dst": user, "cc": "cubic", "delay_sensitive": True},
                 {"kind": "cbr", "src": "server", "dst": user, "rate_mbps": 2, "size": 250, "delay_sensitive": True},
             ],
         },
@@ -121,43 +121,40 @@ class Demo:
             "rows": self.summary().to_dicts(),
         }
 
+    def _per_scheme(self, table: Callable[[Results], pl.DataFrame], columns: list[str]) -> pl.DataFrame:
+        """`table` of every run with a `scheme` column, then `columns`."""
+        return pl.concat(
+            [table(res).with_columns(pl.lit(SCHEMES[name]).alias("scheme")) for name, res in self.runs.items()]
+        ).select("scheme", *columns)
+
     def lost(self) -> pl.DataFrame:
         """Probe packets that never reached the terminal: scheme, seq, t_s (when sent), lost (cumulative
         count). As the endpoint-loss figure, only packets sent at least a grace time (1 s, or half the
         run if shorter) before the end count, so packets still in flight are not losses."""
-        frames = []
-        for name, res in self.runs.items():
-            frames.append(_lost(res).with_columns(pl.lit(SCHEMES[name]).alias("scheme")))
-        return pl.concat(frames).select("scheme", "seq", "t_s", "lost")
+        return self._per_scheme(_lost, ["seq", "t_s", "lost"])
 
     def owd(self) -> pl.DataFrame:
         """One-way delay of every probe packet that arrived: scheme, t_s (when sent), owd_ms."""
-        frames = []
-        for name, res in self.runs.items():
+
+        def one(res: Results) -> pl.DataFrame:
             p = res.packets.filter(pl.col("flow") == PROBE).sort("sent_ns")
-            frames.append(
-                p.select(
-                    pl.lit(SCHEMES[name]).alias("scheme"), (pl.col("sent_ns").cast(pl.Float64) / 1e9).alias("t_s"),
-                    "owd_ms",
-                )
-            )  # fmt: skip
-        return pl.concat(frames)
+            return p.select((pl.col("sent_ns").cast(pl.Float64) / 1e9).alias("t_s"), "owd_ms")
+
+        return self._per_scheme(one, ["t_s", "owd_ms"])
 
     def goodput(self, bin_s: float = GOODPUT_BIN_S) -> pl.DataFrame:
         """TCP goodput per `bin_s` (from the bytes acknowledged at the bin's edges): scheme, t_s (the
         bin's start), goodput_mbps."""
-        frames = []
-        for name, res in self.runs.items():
-            s = res.series.filter(pl.col("flow") == TCP)
-            edge = round(bin_s * 1e9)
-            s = s.filter(pl.col("t_ns") % edge == 0).sort("t_ns")
-            frames.append(
-                s.select(
-                    pl.lit(SCHEMES[name]).alias("scheme"), (pl.col("t_ns").cast(pl.Float64) / 1e9 - bin_s).alias("t_s"),
-                    (pl.col("acked_bytes").diff().cast(pl.Float64) * 8 / bin_s / 1e6).alias("goodput_mbps"),
-                ).drop_nulls()
-            )  # fmt: skip
-        return pl.concat(frames)
+        edge = round(bin_s * 1e9)
+
+        def one(res: Results) -> pl.DataFrame:
+            s = res.series.filter((pl.col("flow") == TCP) & (pl.col("t_ns") % edge == 0)).sort("t_ns")
+            return s.select(
+                (pl.col("t_ns").cast(pl.Float64) / 1e9 - bin_s).alias("t_s"),
+                (pl.col("acked_bytes").diff().cast(pl.Float64) * 8 / bin_s / 1e6).alias("goodput_mbps"),
+            ).drop_nulls()
+
+        return self._per_scheme(one, ["t_s", "goodput_mbps"])
 
     def figure(self) -> Figure:
         """The demo's figure (see `leoguard.plot.plot_demo`)."""

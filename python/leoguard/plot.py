@@ -128,6 +128,7 @@ def _handover_lines(ax: plt.Axes, tl: PathTimeline, *, label: bool = False) -> N
         ax.axvline(h["t_s"], color="black", ls=styles.get(h["node"], "-."), lw=1.0, alpha=0.7, label=lab, zorder=0)
 
 
+@plt.rc_context({"font.size": 12, "axes.titlesize": 13})
 def plot_demo(
     lost: pl.DataFrame,
     owd: pl.DataFrame,
@@ -146,20 +147,6 @@ def plot_demo(
     bin starting at t_s); `summary` is `Demo.summary()`. Goodput bins above `goodput_max_mbps` (a burst
     of acknowledgements when a long-standing hole fills) are cut at the top, marked with a triangle and
     the largest value named in the title, so they do not flatten the rest of the panel."""
-    with plt.rc_context({"font.size": 12, "axes.titlesize": 13}):
-        return _demo_figure(lost, owd, goodput, summary, tl, constellation, title, goodput_max_mbps)
-
-
-def _demo_figure(
-    lost: pl.DataFrame,
-    owd: pl.DataFrame,
-    goodput: pl.DataFrame,
-    summary: pl.DataFrame,
-    tl: PathTimeline,
-    constellation: Constellation,
-    title: str,
-    goodput_max_mbps: float | None,
-) -> Figure:
     fig = plt.figure(figsize=(13, 14), layout="constrained")
     gs = fig.add_gridspec(4, 2, height_ratios=[1.15, 1, 1, 1], width_ratios=[1.1, 1])
     ax_map = fig.add_subplot(gs[0, 0])

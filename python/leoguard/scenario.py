@@ -32,9 +32,9 @@ __all__ = [
 ]  # fmt: skip
 
 
-# The fastest link either engine takes, 10 Tbit/s: the Rust core's MAX_LINK_RATE (leoguard-net's topo),
-# checked here too so that a typo such as 1e12 is refused naming the field as written, not `rate_bps`.
-MAX_LINK_RATE_MBPS = 10_000_000
+# The fastest link either engine takes (leoguard-net's MAX_LINK_RATE, 10 Tbit/s), checked here too so
+# that a typo such as 1e12 is refused naming the field as written, not `rate_bps`.
+MAX_LINK_RATE_MBPS = _core.MAX_LINK_RATE_BPS // 1_000_000
 
 
 class Loss(_Model):

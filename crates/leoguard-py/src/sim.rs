@@ -631,6 +631,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_class::<PySimRun>()?;
     m.add("TC_DELAY_SENSITIVE", leoguard_sim::schemes::satguard::TC_DELAY_SENSITIVE)?;
+    m.add("MAX_LINK_RATE_BPS", leoguard_net::topo::MAX_LINK_RATE.0)?;
     m.add("CONGESTION_CONTROLS", leoguard_proto::cc::ALGORITHMS.to_vec())?;
     Ok(())
 }
