@@ -734,19 +734,21 @@ def demo(
     from rich import box
 
     t = Table(
-        "scheme", "endpoint\nloss %", "network\nloss %", "probe OWD\np50/p99 ms", "TCP\nMbit/s", "TCP\nretx",
+        "scheme", "endpoint\nloss %", "of which\ncongestion %", "network\nloss %", "probe OWD\np50/p99 ms", "TCP\nMbit/s", "TCP\nretx",
         "TCP\nRTOs", "hop\nretx", box=box.SIMPLE_HEAD, pad_edge=False,
     )  # fmt: skip
     for r in rep["rows"]:
         t.add_row(
-            r["scheme"], f"{r['endpoint_loss_pct']:.3f}", f"{r['network_loss_pct']:.3f}",
+            r["scheme"], f"{r['endpoint_loss_pct']:.3f}", f"{r['congestion_loss_pct']:.3f}",
+            f"{r['network_loss_pct']:.3f}",
             f"{r['owd_p50_ms']:.1f}/{r['owd_p99_ms']:.1f}", f"{r['goodput_mbps']:.2f}",
             str(r["tcp_retransmissions"]), str(r["tcp_rtos"]), str(r["hop_retransmissions"]),
         )  # fmt: skip
     console.print(t)
     console.print(
-        "endpoint loss: probe packets that never arrived; network loss: probe packets the links dropped "
-        "(before any recovery); hop retx: the scheme's link-local retransmissions"
+        "endpoint loss: probe packets that never arrived (of which congestion: their last drop was a queue "
+        "overflow, the TCP flow's own congestion, not link loss); network loss: probe packets the links "
+        "dropped (before any recovery); hop retx: the scheme's link-local retransmissions"
     )
     console.print(f"figure: {files['png']}\nresults: {out}")
 

@@ -87,16 +87,20 @@ class Demo:
     constellation: Constellation
 
     def summary(self) -> pl.DataFrame:
-        """One row per scheme: probe loss at the endpoint and in the network, probe OWD, TCP goodput and
-        retransmissions, the scheme's own (hop-by-hop) retransmissions."""
+        """One row per scheme: probe loss at the endpoint (and the part of it lost to queue overflow,
+        congestion the TCP flow causes, rather than to the links), probe loss in the network, probe OWD,
+        TCP goodput and retransmissions, the scheme's own (hop-by-hop) retransmissions."""
         rows = []
         for name, res in self.runs.items():
             tcp, probe = res.flows.row(TCP, named=True), res.flows.row(PROBE, named=True)
             hop = (res.satguard or res.linkguardian or {}).get("retransmissions", 0)
+            causes = _lost(res)["cause"]
+            congested = (causes == "congestion").sum() / len(causes) if len(causes) else 0.0
             rows.append(
                 {
                     "scheme": SCHEMES[name],
                     "endpoint_loss_pct": round(100 * probe["endpoint_loss"], 3),
+                    "congestion_loss_pct": round(100 * probe["endpoint_loss"] * congested, 3),
                     "network_loss_pct": round(100 * probe["network_loss"], 3),
                     "owd_p50_ms": round(probe["owd_ms_p50"], 1),
                     "owd_p99_ms": round(probe["owd_ms_p99"], 1),
@@ -129,9 +133,10 @@ class Demo:
 
     def lost(self) -> pl.DataFrame:
         """Probe packets that never reached the terminal: scheme, seq, t_s (when sent), lost (cumulative
-        count). As the endpoint-loss figure, only packets sent at least a grace time (1 s, or half the
+        count), cause ("congestion" when its last drop was a queue overflow, else "link": loss model,
+        link down, a scheme giving up). As the endpoint-loss figure, only packets sent at least a grace time (1 s, or half the
         run if shorter) before the end count, so packets still in flight are not losses."""
-        return self._per_scheme(_lost, ["seq", "t_s", "lost"])
+        return self._per_scheme(_lost, ["seq", "t_s", "lost", "cause"])
 
     def owd(self) -> pl.DataFrame:
         """One-way delay of every probe packet that arrived: scheme, t_s (when sent), owd_ms."""
@@ -205,9 +210,14 @@ def _lost(res: Results) -> pl.DataFrame:
     missing = np.ones(counted, dtype=bool)
     missing[seq[seq < counted]] = False
     lost = np.flatnonzero(missing)
+    # Why each was lost: the reason of its last drop (a packet a scheme resent may be dropped again).
+    last = res.drops.filter(pl.col("flow") == PROBE).sort("t_ns").group_by("seq").agg(pl.col("reason").last())
+    reason = dict(zip(last["seq"].to_list(), last["reason"].to_list(), strict=True))
+    cause = ["congestion" if reason.get(int(k)) == "queue" else "link" for k in lost]
     return pl.DataFrame(
-        {"seq": lost, "t_s": (start + lost * interval) / 1e9, "lost": np.arange(1, len(lost) + 1, dtype=np.int64)}
-    )
+        {"seq": lost, "t_s": (start + lost * interval) / 1e9, "lost": np.arange(1, len(lost) + 1, dtype=np.int64),
+         "cause": cause}
+    )  # fmt: skip
 
 
 ProgressFn = Callable[[str, float, float], None]

@@ -143,7 +143,7 @@ def plot_demo(
     """The demo's figure (`leoguard demo`): the path on a map and the schemes' summary table (top), then
     over time with the handovers marked: probe packets lost at the endpoint (cumulative), the probe's
     one-way delay per packet, and TCP goodput. Tables have a `scheme` column (a key of
-    `SCHEME_COLORS`): `lost` (t_s, lost), `owd` (t_s, owd_ms), `goodput` (t_s, goodput_mbps, one row per
+    `SCHEME_COLORS`): `lost` (t_s, lost, optionally cause), `owd` (t_s, owd_ms), `goodput` (t_s, goodput_mbps, one row per
     bin starting at t_s); `summary` is `Demo.summary()`. Goodput bins above `goodput_max_mbps` (a burst
     of acknowledgements when a long-standing hole fills) are cut at the top, marked with a triangle and
     the largest value named in the title, so they do not flatten the rest of the panel."""
@@ -168,14 +168,15 @@ def plot_demo(
         ax_map.set_ylim(max(-90.0, mid - half), min(90.0, mid + half))
 
     ax_tab.axis("off")
-    cols = ["scheme", "endpoint\nloss %", "network\nloss %", "probe OWD\np50 / p99 ms", "TCP\nMbit/s", "TCP\nretx"]
+    cols = ["scheme", "endpoint\nloss %", "of which\ncongestion", "network\nloss %", "probe OWD\np50 / p99 ms",
+            "TCP\nMbit/s", "TCP\nretx"]  # fmt: skip
     cells = [
-        [r["scheme"], f"{r['endpoint_loss_pct']:.3f}", f"{r['network_loss_pct']:.2f}",
+        [r["scheme"], f"{r['endpoint_loss_pct']:.3f}", f"{r['congestion_loss_pct']:.3f}", f"{r['network_loss_pct']:.2f}",
          f"{r['owd_p50_ms']:.0f} / {r['owd_p99_ms']:.0f}", f"{r['goodput_mbps']:.1f}", str(r["tcp_retransmissions"])]
         for r in summary.iter_rows(named=True)
     ]  # fmt: skip
     table = ax_tab.table(
-        cellText=cells, colLabels=cols, cellLoc="center", colWidths=[0.22, 0.15, 0.15, 0.22, 0.12, 0.12],
+        cellText=cells, colLabels=cols, cellLoc="center", colWidths=[0.2, 0.12, 0.13, 0.12, 0.19, 0.12, 0.12],
         bbox=(0.0, 0.3, 1.0, 0.7),
     )  # fmt: skip
     table.auto_set_font_size(False)
@@ -185,7 +186,8 @@ def plot_demo(
         table[i, 0].get_text().set_fontweight("bold")
     ax_tab.text(
         0.5, 0.02,
-        "endpoint loss: probe packets never delivered\nnetwork loss: probe packets the links dropped "
+        "endpoint loss: probe packets never delivered; of which congestion:\ntheir last drop was a queue "
+        "overflow (the TCP flow's own congestion)\nnetwork loss: probe packets the links dropped "
         "(before any recovery)\nTCP retx: retransmissions by the TCP sender",
         transform=ax_tab.transAxes, ha="center", va="bottom", fontsize=10, color="dimgrey",
     )  # fmt: skip
@@ -196,8 +198,9 @@ def plot_demo(
         t = np.concatenate([[0.0], d["t_s"].to_numpy(), [end]])
         n = np.concatenate([[0], d["lost"].to_numpy(), [d["lost"].max() or 0]])
         ax_loss.step(t, n, where="post", color=c, lw=2, label=s)
+        congested = int((d["cause"] == "congestion").sum()) if "cause" in d.columns else 0
         ax_loss.annotate(
-            f"{n[-1]:,}", (end, n[-1]), textcoords="offset points", xytext=(4, 0), va="center", color=c,
+            f"{n[-1]:,}" + (f" ({congested:,} congestion)" if congested else ""), (end, n[-1]), textcoords="offset points", xytext=(4, 0), va="center", color=c,
             fontsize=11, fontweight="bold",
         )  # fmt: skip
         o = owd.filter(pl.col("scheme") == s)
