@@ -734,7 +734,8 @@ def demo(
     from rich import box
 
     t = Table(
-        "scheme", "endpoint\nloss %", "of which\ncongestion %", "network\nloss %", "probe OWD\np50/p99 ms", "TCP\nMbit/s", "TCP\nretx",
+        "scheme", "endpoint\nloss %", "of which\ncongestion %", "network\nloss %", "probe OWD\np50/p99 ms",
+        "TCP\nMbit/s", "TCP\nretx",
         "TCP\nRTOs", "hop\nretx", box=box.SIMPLE_HEAD, pad_edge=False,
     )  # fmt: skip
     for r in rep["rows"]:

@@ -134,8 +134,9 @@ class Demo:
     def lost(self) -> pl.DataFrame:
         """Probe packets that never reached the terminal: scheme, seq, t_s (when sent), lost (cumulative
         count), cause ("congestion" when its last drop was a queue overflow, else "link": loss model,
-        link down, a scheme giving up). As the endpoint-loss figure, only packets sent at least a grace time (1 s, or half the
-        run if shorter) before the end count, so packets still in flight are not losses."""
+        link down, a scheme giving up). As the endpoint-loss figure, only packets sent at least a grace
+        time (1 s, or half the run if shorter) before the end count, so packets still in flight are not
+        losses."""
         return self._per_scheme(_lost, ["seq", "t_s", "lost", "cause"])
 
     def owd(self) -> pl.DataFrame:

@@ -143,8 +143,8 @@ def plot_demo(
     """The demo's figure (`leoguard demo`): the path on a map and the schemes' summary table (top), then
     over time with the handovers marked: probe packets lost at the endpoint (cumulative), the probe's
     one-way delay per packet, and TCP goodput. Tables have a `scheme` column (a key of
-    `SCHEME_COLORS`): `lost` (t_s, lost, optionally cause), `owd` (t_s, owd_ms), `goodput` (t_s, goodput_mbps, one row per
-    bin starting at t_s); `summary` is `Demo.summary()`. Goodput bins above `goodput_max_mbps` (a burst
+    `SCHEME_COLORS`): `lost` (t_s, lost, optionally cause), `owd` (t_s, owd_ms), `goodput` (t_s,
+    goodput_mbps, one row per bin starting at t_s); `summary` is `Demo.summary()`. Goodput bins above `goodput_max_mbps` (a burst
     of acknowledgements when a long-standing hole fills) are cut at the top, marked with a triangle and
     the largest value named in the title, so they do not flatten the rest of the panel."""
     fig = plt.figure(figsize=(13, 14), layout="constrained")
