@@ -144,9 +144,9 @@ def plot_demo(
     over time with the handovers marked: probe packets lost at the endpoint (cumulative), the probe's
     one-way delay per packet, and TCP goodput. Tables have a `scheme` column (a key of
     `SCHEME_COLORS`): `lost` (t_s, lost, optionally cause), `owd` (t_s, owd_ms), `goodput` (t_s,
-    goodput_mbps, one row per bin starting at t_s); `summary` is `Demo.summary()`. Goodput bins above `goodput_max_mbps` (a burst
-    of acknowledgements when a long-standing hole fills) are cut at the top, marked with a triangle and
-    the largest value named in the title, so they do not flatten the rest of the panel."""
+    goodput_mbps, one row per bin starting at t_s); `summary` is `Demo.summary()`. Goodput bins above
+    `goodput_max_mbps` (a burst of acknowledgements when a long-standing hole fills) are cut at the
+    top, marked with a triangle and the largest value named in the title, so they do not flatten the rest of the panel."""
     fig = plt.figure(figsize=(13, 14), layout="constrained")
     gs = fig.add_gridspec(4, 2, height_ratios=[1.15, 1, 1, 1], width_ratios=[1.1, 1])
     ax_map = fig.add_subplot(gs[0, 0])
@@ -171,7 +171,8 @@ def plot_demo(
     cols = ["scheme", "endpoint\nloss %", "of which\ncongestion", "network\nloss %", "probe OWD\np50 / p99 ms",
             "TCP\nMbit/s", "TCP\nretx"]  # fmt: skip
     cells = [
-        [r["scheme"], f"{r['endpoint_loss_pct']:.3f}", f"{r['congestion_loss_pct']:.3f}", f"{r['network_loss_pct']:.2f}",
+        [r["scheme"], f"{r['endpoint_loss_pct']:.3f}", f"{r['congestion_loss_pct']:.3f}",
+         f"{r['network_loss_pct']:.2f}",
          f"{r['owd_p50_ms']:.0f} / {r['owd_p99_ms']:.0f}", f"{r['goodput_mbps']:.1f}", str(r["tcp_retransmissions"])]
         for r in summary.iter_rows(named=True)
     ]  # fmt: skip
@@ -200,8 +201,8 @@ def plot_demo(
         ax_loss.step(t, n, where="post", color=c, lw=2, label=s)
         congested = int((d["cause"] == "congestion").sum()) if "cause" in d.columns else 0
         ax_loss.annotate(
-            f"{n[-1]:,}" + (f" ({congested:,} congestion)" if congested else ""), (end, n[-1]), textcoords="offset points", xytext=(4, 0), va="center", color=c,
-            fontsize=11, fontweight="bold",
+            f"{n[-1]:,}" + (f" ({congested:,} congestion)" if congested else ""), (end, n[-1]),
+            textcoords="offset points", xytext=(4, 0), va="center", color=c, fontsize=11, fontweight="bold",
         )  # fmt: skip
         o = owd.filter(pl.col("scheme") == s)
         ax_owd.plot(

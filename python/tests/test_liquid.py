@@ -30,6 +30,7 @@ def test_cubic_collapses_without_coding_and_holds_the_target_with_it(repro):
     # The target is 10 Mbit/s; ~1 % loss at a ~42 ms RTT holds CUBIC to a few Mbit/s (Mathis).
     assert plain["goodput_bps"] < 6e6, plain
     assert coded["goodput_bps"] > 9e6, coded
+
     # Linux's RACK resends packets the tunnel releases late (its reordering window is min_rtt/4);
     # those are DSACKed. Resends of data that was really missing fall by far more than 4x.
     def real(x):
