@@ -146,7 +146,8 @@ def plot_demo(
     `SCHEME_COLORS`): `lost` (t_s, lost, optionally cause), `owd` (t_s, owd_ms), `goodput` (t_s,
     goodput_mbps, one row per bin starting at t_s); `summary` is `Demo.summary()`. Goodput bins above
     `goodput_max_mbps` (a burst of acknowledgements when a long-standing hole fills) are cut at the
-    top, marked with a triangle and the largest value named in the title, so they do not flatten the rest of the panel."""
+    top, marked with a triangle and the largest value named in the title, so they do not flatten the
+    rest of the panel."""
     fig = plt.figure(figsize=(13, 14), layout="constrained")
     gs = fig.add_gridspec(4, 2, height_ratios=[1.15, 1, 1, 1], width_ratios=[1.1, 1])
     ax_map = fig.add_subplot(gs[0, 0])
