@@ -28,6 +28,8 @@ from leoguard.places import Place, place
 
 PRESETS: tuple[str, ...] = tuple(_core.PRESETS)
 POLICIES = ("global-schedule", "nearest", "best-path")
+#: How the global schedule picks a slot's satellite; `path-aware` needs a peer (path timelines only).
+SLOT_CRITERIA: tuple[str, ...] = tuple(_core.SLOT_CRITERIA)
 INTERRUPTIONS = ("none", "fixed:SECONDS", "uniform[:LO:HI]", "3owd")
 
 PlaceLike = str | Place | tuple[float, float]
@@ -107,6 +109,12 @@ class PathTimeline:
             "hops": {"min": pct(hops, 0), "median": pct(hops, 50), "max": pct(hops, 100)},
             "great_circle_km": round(great_circle_km(self.a, self.b), 3),
             **{k: v for k, v in self.params.items() if k in ("constellation", "policy", "duration_s", "step_s")},
+            # The slot criterion means something under the global schedule only.
+            **(
+                {"slot_criterion": self.params["slot_criterion"]}
+                if self.params.get("policy") == "global-schedule"
+                else {}
+            ),
         }
 
     def write_parquet(self, directory: str | Path) -> dict[str, Path]:
@@ -271,6 +279,9 @@ class Constellation:
         policy: global-schedule (Starlink's 15 s slots; boundaries at seconds 12/27/42/57 of the UTC
         minute unless `handover_phase` is given), nearest, or best-path. A step with no path is an
         outage, never an error.
+
+        slot_criterion (global-schedule): highest-elevation, nearest, or path-aware (both ends chosen
+        jointly for the lowest mean one-way delay over the slot, held for the whole slot).
         """
         pa, pb = place(a), place(b)
         args = self._timeline_args(
@@ -327,6 +338,11 @@ class Constellation:
             raise LeoguardError("invalid places: need at least one")
         if policy == "best-path":
             raise LeoguardError("invalid policy = 'best-path' for a connectivity cache: it depends on a peer")
+        if policy == "global-schedule" and slot_criterion == "path-aware":
+            raise LeoguardError(
+                "invalid slot_criterion = 'path-aware' for a connectivity cache: it depends on the peer's path "
+                "(use path_timeline, or highest-elevation or nearest)"
+            )
         args = self._timeline_args(
             duration, step, min_elevation, policy, handover_period, handover_phase, slot_criterion, interruption, seed
         )

@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from leoguard import _core
 from leoguard.errors import LeoguardError, read_user_text
@@ -138,6 +138,11 @@ class TwoPath(_Model):
     queue_packets: int | None = Field(default=None, gt=0)
 
 
+#: How the global schedule picks a slot's satellite (the Rust core's SLOT_CRITERIA; see
+#: docs/constellation.md). `path-aware` needs a peer, so only a leo-path topology can use it.
+SlotCriterion = Literal["highest-elevation", "nearest", "path-aware"]
+
+
 class Host(_Model):
     """A server or PoP behind a ground node, by a terrestrial link."""
 
@@ -161,6 +166,7 @@ class ConstellationTopology(_Model):
     top_cities: int = Field(default=0, ge=0, le=1000)
     hosts: list[Host] = Field(default_factory=list)
     policy: Literal["global-schedule", "nearest"] = "global-schedule"
+    slot_criterion: SlotCriterion = "highest-elevation"
     step_s: float = Field(default=0.1, gt=0)
     min_elevation_deg: float = Field(default=25.0, ge=0, le=90)
     interruption: str = "uniform"
@@ -169,6 +175,17 @@ class ConstellationTopology(_Model):
     queue_bytes: int | None = Field(default=None, gt=0)
     gsl_loss: Loss | None = None
     isl_loss: Loss | None = None
+
+    @field_validator("slot_criterion")
+    @classmethod
+    def _per_terminal(cls, v: str) -> str:
+        # Every ground node attaches on its own here (the connectivity cache has no peer).
+        if v == "path-aware":
+            raise ValueError(
+                "path-aware depends on the peer's path, and a whole constellation's ground nodes attach "
+                "without one: use highest-elevation or nearest, or a leo-path topology"
+            )
+        return v
 
     @model_validator(mode="after")
     def _some_ground(self) -> ConstellationTopology:
@@ -216,6 +233,9 @@ class LeoPath(_Model):
     a: str
     b: str
     policy: Literal["global-schedule", "nearest", "best-path"] = "global-schedule"
+    slot_criterion: SlotCriterion = "highest-elevation"
+    """Under global-schedule: the slot's satellite by highest elevation, nearest, or path-aware (both
+    ends jointly, lowest mean delay over the slot)."""
     step_s: float = Field(default=0.1, gt=0)
     min_elevation_deg: float = Field(default=25.0, ge=0, le=90)
     interruption: str = "uniform"
@@ -600,7 +620,7 @@ class Scenario(_Model):
             "policy": t.policy,
             "period_s": None,
             "phase_s": None,
-            "criterion": "highest-elevation",
+            "criterion": t.slot_criterion,
             "interruption": parse_interruption(t.interruption),
             "seed": self.seed,
             "gsl_rate_bps": round(t.gsl_rate_mbps * 1e6),
@@ -666,7 +686,7 @@ def _leo_timeline(t: LeoPath, duration_s: float, seed: int) -> tuple[Any, Any]:
     c = Constellation.preset(t.constellation)
     tl = c.path_timeline(
         t.a, t.b, duration=duration_s, step=t.step_s, policy=t.policy, min_elevation=t.min_elevation_deg,
-        interruption=t.interruption, seed=seed,
+        slot_criterion=t.slot_criterion, interruption=t.interruption, seed=seed,
     )  # fmt: skip
     return c, tl
 

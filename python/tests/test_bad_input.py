@@ -67,7 +67,7 @@ def test_tle_validation(tmp_path):
         ({"interruption": "sometimes"}, r"invalid interruption = 'sometimes'"),
         ({"interruption": "uniform:0.2:0.1"}, r"interruption_range_s"),
         ({"handover_period": 0.0}, r"handover_period_s = 0"),
-        ({"slot_criterion": "random"}, r"unknown slot criterion 'random'"),
+        ({"slot_criterion": "random"}, r"unknown slot_criterion 'random' \(known: .*, path-aware\)"),
     ],
 )
 def test_timeline_options(starlink, kwargs, pattern):

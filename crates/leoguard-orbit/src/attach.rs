@@ -14,6 +14,35 @@ pub enum SlotCriterion {
     HighestElevation,
     /// Shortest slant range at the slot start.
     Nearest,
+    /// Lowest mean end-to-end delay to the peer over the slot, both ends chosen jointly
+    /// ([`crate::slotplan`]); needs a peer, so only a pair's path timeline can use it.
+    PathAware,
+}
+
+/// Names accepted by [`SlotCriterion::parse`], in [`SlotCriterion`] order.
+pub const SLOT_CRITERIA: &[&str] = &["highest-elevation", "nearest", "path-aware"];
+
+impl SlotCriterion {
+    /// Parses a criterion name (`slot_criterion` in scenarios and the Python API).
+    pub fn parse(name: &str) -> Result<SlotCriterion, OrbitError> {
+        match name {
+            "highest-elevation" => Ok(SlotCriterion::HighestElevation),
+            "nearest" => Ok(SlotCriterion::Nearest),
+            "path-aware" => Ok(SlotCriterion::PathAware),
+            _ => {
+                Err(OrbitError::Unknown { kind: "slot_criterion", name: name.into(), known: SLOT_CRITERIA.join(", ") })
+            }
+        }
+    }
+
+    /// Canonical name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SlotCriterion::HighestElevation => SLOT_CRITERIA[0],
+            SlotCriterion::Nearest => SLOT_CRITERIA[1],
+            SlotCriterion::PathAware => SLOT_CRITERIA[2],
+        }
+    }
 }
 
 /// A ground node's attachment policy.
@@ -55,6 +84,25 @@ impl Policy {
             "nearest" => Ok(Policy::Nearest),
             "best-path" => Ok(Policy::BestPath),
             _ => Err(OrbitError::Unknown { kind: "handover policy", name: name.into(), known: POLICIES.join(", ") }),
+        }
+    }
+
+    /// Whether a node's attachment depends on its peer (so a peerless connectivity cache cannot
+    /// compute it): `best-path`, and the global schedule with the `path-aware` criterion.
+    pub fn needs_peer(&self) -> bool {
+        matches!(self, Policy::BestPath | Policy::GlobalSchedule { criterion: SlotCriterion::PathAware, .. })
+    }
+
+    /// The error a peerless computation (connectivity cache, whole-constellation topology) gives for
+    /// a policy that [`Policy::needs_peer`].
+    pub fn peer_error(&self) -> OrbitError {
+        match self {
+            Policy::BestPath => OrbitError::invalid("policy", "best-path", "depends on a peer; use a path timeline"),
+            _ => OrbitError::invalid(
+                "slot_criterion",
+                "path-aware",
+                "depends on the peer's path; use a path timeline (leo-path), or highest-elevation or nearest",
+            ),
         }
     }
 
@@ -195,6 +243,30 @@ impl PositionMemo {
     }
 }
 
+/// A choice an attacher under the global schedule must make at a step: the satellite for the rest of
+/// the slot `[at, slot_end)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SlotChoice {
+    /// Index `k` of the slot (epoch `phase + k * period`).
+    pub slot: i64,
+    /// When the chosen satellite takes over, seconds: the epoch, or now (run start, mid-slot loss).
+    pub at: f64,
+    /// End of the slot, seconds.
+    pub slot_end: f64,
+    /// `Epoch`, `LostVisibility` or `Reacquired`.
+    pub reason: HandoverReason,
+}
+
+/// Satellites visible from `ground` at `now` and at the slot's `end` (so in view for the whole slot, a
+/// pass being one contiguous interval) into `out` as (satellite, slant range now); if none stays,
+/// every satellite visible now.
+pub fn slot_pool(f: &VisibilityFilter, ground: Vec3, now: &[Vec3], end: &[Vec3], out: &mut Vec<(u32, f64)>) {
+    f.visible_into(ground, now, out);
+    if out.iter().any(|&(s, _)| f.visible(ground, end[s as usize])) {
+        out.retain(|&(s, _)| f.visible(ground, end[s as usize]));
+    }
+}
+
 /// Tracks one ground node's serving satellite through time under a policy.
 #[derive(Debug)]
 pub struct Attacher {
@@ -208,7 +280,8 @@ pub struct Attacher {
     slot: Option<i64>,
     since: f64,
     vis: Vec<(u32, f64)>,
-    cand: Vec<(u32, f64)>,
+    /// The satellite a pair's planner chose for the pending choice (`path-aware` only).
+    planned: Option<Option<u32>>,
     /// Closed slots so far (the connectivity cache).
     pub slots: Vec<Slot>,
 }
@@ -228,7 +301,7 @@ impl Attacher {
             slot: None,
             since: 0.0,
             vis: Vec::new(),
-            cand: Vec::new(),
+            planned: None,
             slots: Vec::new(),
         }
     }
@@ -250,29 +323,20 @@ impl Attacher {
         events: &mut Vec<Handover>,
     ) -> Result<Option<u32>, OrbitError> {
         match self.policy {
-            Policy::GlobalSchedule { period_s, phase_s, criterion } => {
-                let k = ((t - phase_s) / period_s).floor() as i64;
-                let epoch = phase_s + k as f64 * period_s;
-                let slot_end = epoch + period_s;
-                if self.slot != Some(k) {
-                    let first = self.slot.is_none();
-                    self.slot = Some(k);
-                    // Choose at the exact epoch (or now, if the run starts mid-slot) for the whole slot.
-                    let at = if first { t } else { epoch.max(0.0) };
-                    let pos_at = memo.at(c, at)?.to_vec();
-                    let end = memo.at(c, slot_end)?.to_vec();
-                    let pick = self.best_for_slot(filter, &pos_at, &end, criterion);
-                    self.switch(at, pick, HandoverReason::Epoch, &pos_at, events);
-                } else if let Some(cur) = self.current {
-                    if !filter.visible(self.ground, pos[cur as usize]) {
-                        let end = memo.at(c, slot_end)?.to_vec();
-                        let pick = self.best_for_slot(filter, pos, &end, criterion);
-                        self.switch(t, pick, HandoverReason::LostVisibility, pos, events);
-                    }
-                } else {
-                    let end = memo.at(c, slot_end)?.to_vec();
-                    let pick = self.best_for_slot(filter, pos, &end, criterion);
-                    self.switch(t, pick, HandoverReason::Reacquired, pos, events);
+            Policy::GlobalSchedule { criterion, .. } => {
+                if let Some(ch) = self.pending(filter, t, pos) {
+                    self.slot = Some(ch.slot);
+                    // A new slot is chosen at the exact epoch (or now, if the run starts mid-slot).
+                    let pos_at =
+                        if ch.reason == HandoverReason::Epoch { memo.at(c, ch.at)?.to_vec() } else { pos.to_vec() };
+                    let pick = match criterion {
+                        SlotCriterion::PathAware => self.planned.take().ok_or_else(|| self.policy.peer_error())?,
+                        crit => {
+                            let end = memo.at(c, ch.slot_end)?.to_vec();
+                            self.best_for_slot(filter, &pos_at, &end, crit)
+                        }
+                    };
+                    self.switch(ch.at, pick, ch.reason, &pos_at, events);
                 }
             }
             Policy::Nearest => {
@@ -287,6 +351,48 @@ impl Attacher {
         Ok(self.current)
     }
 
+    /// The choice this node must make at `t` under the global schedule (a new slot, the serving
+    /// satellite set, or a satellite to reacquire); None when it keeps its satellite or under
+    /// another policy. [`Attacher::step`] acts on exactly this.
+    pub fn pending(&self, f: &VisibilityFilter, t: f64, pos: &[Vec3]) -> Option<SlotChoice> {
+        let Policy::GlobalSchedule { period_s, phase_s, .. } = self.policy else {
+            return None;
+        };
+        let k = self.slot_of(t)?;
+        let epoch = phase_s + k as f64 * period_s;
+        let slot_end = epoch + period_s;
+        let reason = if self.slot != Some(k) {
+            HandoverReason::Epoch
+        } else {
+            match self.current {
+                Some(cur) if f.visible(self.ground, pos[cur as usize]) => return None,
+                Some(_) => HandoverReason::LostVisibility,
+                None => HandoverReason::Reacquired,
+            }
+        };
+        let at = if reason == HandoverReason::Epoch && self.slot.is_some() { epoch.max(0.0) } else { t };
+        Some(SlotChoice { slot: k, at, slot_end, reason })
+    }
+
+    /// Index of the global-schedule slot holding time `t` (None under other policies).
+    pub fn slot_of(&self, t: f64) -> Option<i64> {
+        match self.policy {
+            Policy::GlobalSchedule { period_s, phase_s, .. } => Some(((t - phase_s) / period_s).floor() as i64),
+            _ => None,
+        }
+    }
+
+    /// Hands in the satellite a pair's planner chose for the [`Attacher::pending`] choice at this
+    /// step (`path-aware`); the next [`Attacher::step`] takes it.
+    pub fn plan(&mut self, sat: Option<u32>) {
+        self.planned = Some(sat);
+    }
+
+    /// The ground node's position (ECEF, metres).
+    pub fn ground(&self) -> Vec3 {
+        self.ground
+    }
+
     /// Sets the serving satellite directly (used by `best-path` routing).
     pub fn set(&mut self, f: &VisibilityFilter, t: f64, sat: Option<u32>, pos: &[Vec3], events: &mut Vec<Handover>) {
         let reason = match self.current {
@@ -296,17 +402,15 @@ impl Attacher {
         self.switch(t, sat, reason, pos, events);
     }
 
-    /// Among satellites visible now and at the slot end (so in view for the whole slot, a pass being
-    /// one contiguous interval), the best by `criterion`; if none stays, the best visible now.
+    /// The best of [`slot_pool`] by `crit` (highest elevation or nearest at `now`).
     fn best_for_slot(&mut self, f: &VisibilityFilter, now: &[Vec3], end: &[Vec3], crit: SlotCriterion) -> Option<u32> {
-        f.visible_into(self.ground, now, &mut self.vis);
-        self.cand.clear();
         let g = self.ground;
-        self.cand.extend(self.vis.iter().copied().filter(|&(s, _)| f.visible(g, end[s as usize])));
-        let pool = if self.cand.is_empty() { &self.vis } else { &self.cand };
+        slot_pool(f, g, now, end, &mut self.vis);
         match crit {
-            SlotCriterion::Nearest => pool.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|v| v.0),
-            SlotCriterion::HighestElevation => pool
+            SlotCriterion::Nearest => self.vis.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|v| v.0),
+            // Path-aware picks come from the pair's planner (`step` never asks here for them).
+            SlotCriterion::HighestElevation | SlotCriterion::PathAware => self
+                .vis
                 .iter()
                 .map(|&(s, _)| (s, crate::geo::elevation_deg(g, now[s as usize])))
                 .max_by(|a, b| a.1.total_cmp(&b.1))

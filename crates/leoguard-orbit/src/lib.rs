@@ -11,11 +11,12 @@ pub mod error;
 pub mod geo;
 pub mod ground;
 pub mod routing;
+pub mod slotplan;
 pub mod timeline;
 pub mod tle;
 pub mod walker;
 
-pub use attach::{Handover, HandoverReason, InterruptionModel, Policy, SlotCriterion};
+pub use attach::{Handover, HandoverReason, InterruptionModel, Policy, SlotCriterion, SLOT_CRITERIA};
 pub use constellation::{Constellation, Shell};
 pub use error::OrbitError;
 pub use ground::{GroundNode, Role};

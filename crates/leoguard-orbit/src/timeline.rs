@@ -3,12 +3,13 @@
 //! outage, never an error). Also the connectivity cache for a set of ground nodes, and the
 //! all-pairs snapshot router used by the benchmark and the simulator.
 
-use crate::attach::{Attacher, Handover, InterruptionModel, Policy, PositionMemo, Slot};
+use crate::attach::{Attacher, Handover, InterruptionModel, Policy, PositionMemo, Slot, SlotCriterion};
 use crate::constellation::Constellation;
 use crate::error::OrbitError;
 use crate::geo::{distance, light_delay_s, Vec3};
 use crate::ground::{GroundNode, VisibilityFilter};
 use crate::routing::{Dijkstra, SnapshotGraph};
+use crate::slotplan::PathAwarePlanner;
 
 /// Options shared by timeline computations.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -123,10 +124,16 @@ pub fn path_timeline(
     let (mut src, mut dst) = (Vec::new(), Vec::new());
     let mut sats = Vec::new();
     let mut outage_start: Option<f64> = None;
+    // Under `path-aware` a planner picks both ends' satellites at their slot choices.
+    let path_aware = matches!(o.policy, Policy::GlobalSchedule { criterion: SlotCriterion::PathAware, .. });
+    let mut planner = path_aware.then(|| PathAwarePlanner::new(c));
     for k in 0..n {
         let t = o.t(k);
         c.positions_into(t, &mut pos)?;
         graph.update(c, &pos);
+        if let Some(p) = planner.as_mut() {
+            p.plan(c, &mut memo, &filter, &mut ends, k, |j| o.t(j), &pos)?;
+        }
         if o.policy == Policy::BestPath {
             filter.visible_into(ga, &pos, &mut src);
             filter.visible_into(gb, &pos, &mut dst);
@@ -186,8 +193,8 @@ pub fn attachment_schedule(
     nodes: &[GroundNode],
     o: &TimelineOptions,
 ) -> Result<(Vec<Slot>, Vec<Handover>), OrbitError> {
-    if o.policy == Policy::BestPath {
-        return Err(OrbitError::invalid("policy", "best-path", "depends on a peer; use a path timeline"));
+    if o.policy.needs_peer() {
+        return Err(o.policy.peer_error());
     }
     let n = o.steps()?;
     let filter = VisibilityFilter::new(o.min_elevation_deg, max_altitude_m(c)?)?;

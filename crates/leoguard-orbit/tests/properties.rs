@@ -4,7 +4,7 @@ use leoguard_orbit::attach::InterruptionModel;
 use leoguard_orbit::geo::{great_circle_m, SPEED_OF_LIGHT_M_S};
 use leoguard_orbit::routing::{Dijkstra, SnapshotGraph};
 use leoguard_orbit::{
-    path_timeline, Constellation, GroundNode, Phasing, Policy, Role, Shell, TimelineOptions, WalkerShell,
+    path_timeline, Constellation, GroundNode, Phasing, Policy, Role, Shell, SlotCriterion, TimelineOptions, WalkerShell,
 };
 use proptest::prelude::*;
 
@@ -48,13 +48,20 @@ proptest! {
     #[test]
     fn paths_respect_the_light_speed_bound(lat1 in -50.0f64..50.0, lon1 in -180.0f64..180.0,
                                            lat2 in -50.0f64..50.0, lon2 in -180.0f64..180.0,
-                                           best in any::<bool>()) {
+                                           policy in 0u8..3) {
         let c = shell(550.0, 53.0, 24, 22, 5);
         let a = GroundNode::new("a", lat1, lon1, 0.0, Role::Terminal).unwrap();
         let b = GroundNode::new("b", lat2, lon2, 0.0, Role::Terminal).unwrap();
         let o = TimelineOptions {
             duration_s: 20.0, step_s: 1.0, min_elevation_deg: 25.0,
-            policy: if best { Policy::BestPath } else { Policy::starlink(1.7e9) },
+            policy: match (policy, Policy::starlink(1.7e9)) {
+                (0, _) => Policy::BestPath,
+                (1, p) => p,
+                (_, Policy::GlobalSchedule { period_s, phase_s, .. }) => {
+                    Policy::GlobalSchedule { period_s, phase_s, criterion: SlotCriterion::PathAware }
+                }
+                (_, p) => p,
+            },
             interruption: InterruptionModel::STARTCP, seed: 3,
         };
         let tl = path_timeline(&c, &a, &b, &o).unwrap();

@@ -134,6 +134,8 @@ pub(crate) fn options(
     seed: u64,
 ) -> PyResult<TimelineOptions> {
     let mut pol = Policy::parse(policy, c.epoch_unix_s).map_err(err)?;
+    // Parsed under every policy, so that a misspelt criterion is never silently ignored.
+    let criterion = SlotCriterion::parse(criterion).map_err(err)?;
     if let Policy::GlobalSchedule { period_s: p, phase_s: ph, criterion: cr } = &mut pol {
         if let Some(v) = period_s {
             *p = v;
@@ -142,15 +144,7 @@ pub(crate) fn options(
             Some(v) => v,
             None => (12.0 - c.epoch_unix_s).rem_euclid(*p),
         };
-        *cr = match criterion {
-            "highest-elevation" => SlotCriterion::HighestElevation,
-            "nearest" => SlotCriterion::Nearest,
-            other => {
-                return Err(LeoguardError::new_err(format!(
-                    "unknown slot criterion '{other}' (known: highest-elevation, nearest)"
-                )))
-            }
-        };
+        *cr = criterion;
     }
     let intr = match interruption.0.as_str() {
         "none" => InterruptionModel::None,
@@ -624,6 +618,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(walker_elements, m)?)?;
     m.add_function(wrap_pyfunction!(gmst_rad, m)?)?;
     m.add("PRESETS", leoguard_orbit::walker::PRESETS.to_vec())?;
+    m.add("SLOT_CRITERIA", leoguard_orbit::SLOT_CRITERIA.to_vec())?;
     sim::register(m)?;
     emu::register(m)?;
     liquid::register(m)?;
