@@ -297,3 +297,41 @@ fn a_retransmission_a_timeout_leaves_outstanding_is_still_watched_by_rack() {
     assert!(again.is_some_and(|s| s.retransmission), "segment 10 resent by RACK before {until:?}");
     assert_eq!(tx.stats.rtos, 1, "without a second timeout");
 }
+
+#[test]
+fn a_paced_sender_whose_acks_all_stop_still_times_out() {
+    // BBR paces. Once its window is full, a pacing time that has passed is no reason to wake up; a
+    // caller that (as the simulator's and emulator's agents do) arms only deadlines in the future must
+    // still be given the retransmission timer, or a sender whose ACKs stop waits forever.
+    let mut tx = TcpSender::new(linux(), cc::build("bbr", MSS, 10).unwrap(), None);
+    let mut t = Instant(1_000_000_000);
+    let mut sent = 0;
+    let until = t + Duration::from_secs(5);
+    while tx.stats.rtos == 0 {
+        sent += std::iter::from_fn(|| tx.poll_transmit(t)).count();
+        let Some(next) = tx.poll_timeout().filter(|&d| d > t && d <= until) else { break };
+        t = next;
+        tx.handle_timeout(t);
+    }
+    assert!(sent >= 10, "the initial window went out ({sent})");
+    assert_eq!(tx.stats.rtos, 1, "the timer fired by {t:?}");
+}
+
+#[test]
+fn a_timeout_during_fast_recovery_is_not_judged_by_frto() {
+    // 20 segments; SACKs for 1..5 mark 0 lost (recovery, 0 resent); no ACK then until the timeout;
+    // then 6..20 are SACKed: originals sent before the timeout, but also before the loss, so they say
+    // nothing about the timeout (Linux enables F-RTO only outside recovery). The timeout stands.
+    let mut tx = TcpSender::new(linux(), Box::new(Aimd { cwnd: 20 * MSS, mss: MSS }), None);
+    let t0 = Instant(1_000_000_000);
+    assert_eq!(send_all(&mut tx, t0).len(), 20);
+    let t1 = t0 + Duration::from_millis(40);
+    tx.on_ack(t1, &sack_ack(0, &[(1, 5)], Some(t0)));
+    assert_eq!(tx.stats.recoveries, 1);
+    assert!(send_all(&mut tx, t1).iter().any(|s| s.seq == 0 && s.retransmission));
+    let t2 = tx.poll_timeout().expect("the retransmission timer");
+    tx.handle_timeout(t2);
+    assert_eq!(tx.stats.rtos, 1);
+    tx.on_ack(t2 + Duration::from_millis(1), &sack_ack(0, &[(1, 20)], Some(t0)));
+    assert_eq!((tx.stats.undos, tx.stats.frto_undos), (0, 0), "{:?}", tx.stats);
+}

@@ -125,6 +125,9 @@ pub struct TcpSender {
     max_in_flight: u64,
     cwnd_usage_seq: u64,
     pacing_next: Instant,
+    /// The last `poll_transmit` that sent nothing was held back by pacing alone (so the pacing time
+    /// is a wake-up the caller needs; when the window or the receiver holds sending back, it is not).
+    paced: bool,
     delivered: u64,
     delivered_time: Instant,
     first_sent_time: Instant,
@@ -181,6 +184,7 @@ impl TcpSender {
             max_in_flight: 0,
             cwnd_usage_seq: 0,
             pacing_next: Instant::ZERO,
+            paced: false,
             delivered: 0,
             delivered_time: Instant::ZERO,
             first_sent_time: Instant::ZERO,
@@ -296,8 +300,10 @@ impl TcpSender {
     /// The next segment to send now, if the window, the receiver and pacing allow one.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Segment> {
         if self.cc.pacing_rate().is_some() && now < self.pacing_next {
+            self.paced = true;
             return None;
         }
+        self.paced = false;
         if let Some(p) = self.probe.take() {
             if let Some(seg) = self.send_probe(now, p) {
                 return Some(seg);
@@ -468,8 +474,12 @@ impl TcpSender {
     /// (pacing).
     pub fn poll_timeout(&self) -> Option<Instant> {
         // Pacing only matters while there is something to send.
+        // Pacing only matters while it is what holds sending back: a pacing time that has passed while
+        // the window is full is no wake-up (returned, it would hide the retransmission timer from a
+        // caller that ignores deadlines in the past, and a sender whose ACKs all stop would never time
+        // out).
         let has_data = !self.lost.is_empty() || self.probe.is_some() || self.snd_nxt < self.limit.unwrap_or(u64::MAX);
-        let pace = (self.cc.pacing_rate().is_some() && has_data).then_some(self.pacing_next);
+        let pace = (self.paced && self.cc.pacing_rate().is_some() && has_data).then_some(self.pacing_next);
         [self.rto_deadline, self.pto_deadline, self.reo_deadline, pace].into_iter().flatten().min()
     }
 
@@ -536,10 +546,13 @@ impl TcpSender {
             }
             self.lost.push(Reverse(s.seq));
         }
+        // Linux `tcp_enter_loss`: F-RTO judges a timeout only when no fast recovery was under way (or
+        // the timeout repeats one): in recovery, originals SACKed after the timeout were sent before
+        // the losses and say nothing about whether the timeout was spurious.
+        self.frto = self.rec.frto && !self.in_recovery;
         self.in_recovery = false;
         self.in_loss = true;
         self.recovery_point = self.snd_nxt;
-        self.frto = self.rec.frto;
         self.frto_new = false;
         self.rto_head = true;
         self.cc.on_rto(now, prior);
