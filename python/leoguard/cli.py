@@ -755,7 +755,7 @@ def demo(
     console.print(t)
     console.print(
         "endpoint loss: probe packets that never arrived (of which congestion: their last drop was a queue "
-        "overflow, the TCP flow's own congestion, not link loss); network loss: probe packets the links "
+        "overflow, congestion, not link loss); network loss: probe packets the links "
         "dropped (before any recovery); hop retx: the scheme's link-local retransmissions"
     )
     console.print(f"figure: {files['png']}\nresults: {out}")

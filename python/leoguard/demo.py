@@ -88,7 +88,8 @@ class Demo:
 
     def summary(self) -> pl.DataFrame:
         """One row per scheme: probe loss at the endpoint (and the part of it lost to queue overflow,
-        congestion the TCP flow causes, rather than to the links), probe loss in the network, probe OWD,
+        congestion, rather than to the links: the TCP flow's, and the burst a scheme releases when a
+        link comes back after a handover), probe loss in the network, probe OWD,
         TCP goodput and retransmissions, the scheme's own (hop-by-hop) retransmissions."""
         rows = []
         for name, res in self.runs.items():
@@ -134,9 +135,9 @@ class Demo:
     def lost(self) -> pl.DataFrame:
         """Probe packets that never reached the terminal: scheme, seq, t_s (when sent), lost (cumulative
         count), cause ("congestion" when its last drop was a queue overflow, else "link": loss model,
-        link down, a scheme giving up). As the endpoint-loss figure, only packets sent at least a grace
-        time (1 s, or half the run if shorter) before the end count, so packets still in flight are not
-        losses."""
+        link down, a scheme giving up; drops of a scheme's control packets, e.g. SATGUARD's void for it,
+        are not its own). As the endpoint-loss figure, only packets sent at least a grace time (1 s, or
+        half the run if shorter) before the end count, so packets still in flight are not losses."""
         return self._per_scheme(_lost, ["seq", "t_s", "lost", "cause"])
 
     def owd(self) -> pl.DataFrame:
@@ -212,7 +213,10 @@ def _lost(res: Results) -> pl.DataFrame:
     missing[seq[seq < counted]] = False
     lost = np.flatnonzero(missing)
     # Why each was lost: the reason of its last drop (a packet a scheme resent may be dropped again).
-    last = res.drops.filter(pl.col("flow") == PROBE).sort("t_ns").group_by("seq").agg(pl.col("reason").last())
+    # Only the packet's own drops count: a scheme's control packet carries the flow's number too (a
+    # SATGUARD void has the seq of the packet a queue dropped, a HAck the link's index as its seq).
+    own = res.drops.filter((pl.col("flow") == PROBE) & ~pl.col("control"))
+    last = own.sort("t_ns").group_by("seq").agg(pl.col("reason").last())
     reason = dict(zip(last["seq"].to_list(), last["reason"].to_list(), strict=True))
     cause = ["congestion" if reason.get(int(k)) == "queue" else "link" for k in lost]
     return pl.DataFrame(

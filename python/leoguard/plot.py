@@ -189,7 +189,7 @@ def plot_demo(
     ax_tab.text(
         0.5, 0.02,
         "endpoint loss: probe packets never delivered; of which congestion:\ntheir last drop was a queue "
-        "overflow (the TCP flow's own congestion)\nnetwork loss: probe packets the links dropped "
+        "overflow (congestion, not link loss)\nnetwork loss: probe packets the links dropped "
         "(before any recovery)\nTCP retx: retransmissions by the TCP sender",
         transform=ax_tab.transAxes, ha="center", va="bottom", fontsize=10, color="dimgrey",
     )  # fmt: skip

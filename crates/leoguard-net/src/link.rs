@@ -225,12 +225,21 @@ impl<P: Copy> Link<P> {
     }
 
     /// Offers packet `pkt` of `size` bytes at `now`; `control` marks a link-local control packet.
+    ///
+    /// A packet a full queue turns away never reaches the transmitter, so it is a queue drop and the
+    /// loss model (what happens on the wire) is not consulted for it: the engines' hooks take exactly
+    /// the refused packets for congestion drops ([`Link::has_room`]), and the drop record must say the
+    /// same, or a per-hop scheme is blamed for not recovering a packet it never sent.
     #[inline]
     pub fn offer(&mut self, now: Instant, pkt: P, size: u32, control: bool) -> Offer<P> {
         self.stats.offered += 1;
         if !self.up {
             self.stats.drops_down += 1;
             return Offer::Dropped(pkt, DropReason::Down);
+        }
+        if self.tx.is_some() && !control && !self.fits(u64::from(size)) {
+            self.stats.drops_queue += 1;
+            return Offer::Dropped(pkt, DropReason::Queue);
         }
         if let Some(m) = self.loss.as_mut() {
             if m.drop_packet(now, &mut self.rng) {
@@ -243,10 +252,6 @@ impl<P: Copy> Link<P> {
             let tx = self.rate.transmission_time(Bytes(u64::from(size))).unwrap_or(Duration::ZERO);
             self.stats.busy_ns += tx.as_nanos();
             return Offer::Transmitting { done: now + tx };
-        }
-        if !control && !self.fits(u64::from(size)) {
-            self.stats.drops_queue += 1;
-            return Offer::Dropped(pkt, DropReason::Queue);
         }
         if control {
             // Behind the control packets already waiting, ahead of all data.
@@ -349,6 +354,28 @@ mod tests {
         let (p, next) = l.arrive(l.epoch()).unwrap();
         assert_eq!(p, 1);
         assert_eq!(next.unwrap().0, first, "the second packet is held behind the first");
+    }
+
+    #[test]
+    fn a_packet_the_full_queue_refuses_is_a_queue_drop_and_draws_no_loss() {
+        // The loss model would drop the third packet it is asked about. The third packet offered finds
+        // the queue full: it never reaches the transmitter, so it is a queue drop (what the engines'
+        // hooks take it for: SATGUARD sends a void and does not stamp it) and the model is not asked.
+        let mut l: Link<u32> =
+            Link::new(NodeId(0), NodeId(1), Bps::mbps(1), Duration::ZERO, QueueLimit::Packets(1), stream(1, "l"));
+        l.set_loss(Box::new(crate::loss::DropList::new(vec![2]).expect("valid")));
+        assert!(matches!(l.offer(Instant(0), 1, 1000, false), Offer::Transmitting { .. }));
+        assert_eq!(l.offer(Instant(0), 2, 1000, false), Offer::Queued);
+        assert!(!l.has_room(1000));
+        assert_eq!(l.offer(Instant(0), 3, 1000, false), Offer::Dropped(3, DropReason::Queue));
+        assert_eq!((l.stats.drops_queue, l.stats.drops_loss), (1, 0));
+        // The model's third draw goes to the next packet that does get onto the link.
+        l.tx_done(Instant(8_000_000));
+        assert!(l.has_room(1000));
+        assert_eq!(l.offer(Instant(8_000_000), 4, 1000, false), Offer::Dropped(4, DropReason::Loss));
+        assert_eq!(l.offer(Instant(8_000_000), 5, 1000, false), Offer::Queued);
+        // A control packet is never refused for room, so the model still decides its fate.
+        assert_eq!(l.offer(Instant(8_000_000), 6, 60, true), Offer::Queued);
     }
 
     #[test]

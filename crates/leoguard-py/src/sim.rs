@@ -523,6 +523,7 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     drops.set_item("from_node", dr.iter().map(|x| x.link.map(|l| l.0)).collect::<Vec<_>>())?;
     drops.set_item("to_node", dr.iter().map(|x| x.link.map(|l| l.1)).collect::<Vec<_>>())?;
     drops.set_item("reason", dr.iter().map(|x| x.reason).collect::<Vec<_>>())?;
+    drops.set_item("control", dr.iter().map(|x| x.control).collect::<Vec<_>>())?;
     out.set_item("drops", drops)?;
     let ls = PyDict::new(py);
     let lr = &r.link_series;

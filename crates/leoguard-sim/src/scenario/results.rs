@@ -134,6 +134,12 @@ pub struct DropRow {
     pub link: Option<(u32, u32)>,
     /// "queue", "loss", "down" or "no-route".
     pub reason: &'static str,
+    /// A packet of a scheme's link-local control lane, not the flow's data as its sender sent it: a
+    /// SATGUARD HAck (`seq` is the link it acknowledges), void (`seq` is the dropped packet's) or
+    /// buffer-migration copy or commit, a LinkGuardian ACK, dummy or retransmission. It carries the
+    /// flow's number but its loss is not the loss of that data packet (and the flow's `network_loss`
+    /// leaves it out).
+    pub control: bool,
 }
 
 /// Everything a run produced.
@@ -206,8 +212,8 @@ pub(super) fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], owne
     let mut lost_by_flow = vec![0u64; s.flows.len()];
     for d in &sim.drops {
         let flow = owner.get(d.packet.flow as usize).copied().unwrap_or(d.packet.flow);
+        let control = d.packet.net.flags & crate::engine::NET_CONTROL != 0;
         if let Some(c) = lost_by_flow.get_mut(flow as usize) {
-            let control = d.packet.net.flags & crate::engine::NET_CONTROL != 0;
             if d.packet.flags & crate::tcp_agent::FLAG_ACK == 0 && !control {
                 *c += 1;
             }
@@ -222,7 +228,7 @@ pub(super) fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], owne
             Some(crate::engine::DropReason::Down) => "down",
             None => "no-route",
         };
-        r.drops.push(DropRow { t_ns: d.t.as_nanos(), flow, seq: d.packet.seq, link, reason });
+        r.drops.push(DropRow { t_ns: d.t.as_nanos(), flow, seq: d.packet.seq, link, reason, control });
     }
     for (i, f) in s.flows.iter().enumerate() {
         let active = end.saturating_duration_since(f.start).as_secs_f64().max(1e-9);

@@ -269,6 +269,55 @@ fn congestion_drops_inside_the_network_send_voids_so_the_exit_does_not_wait() {
 }
 
 #[test]
+fn on_a_congested_lossy_link_satguard_resends_what_the_link_lost_and_the_drops_say_which_the_queue_refused() {
+    // Regression (the demo's London handover at 12 s: packets released into a full queue were recorded
+    // as lost by the link's loss model, so SATGUARD seemed not to resend packets the link lost). Node
+    // 1's queue to node 2 overflows and that link loses 2 % of what it carries, HAcks and voids too.
+    // A packet the queue refuses was never sent: a congestion drop, not hidden (node 1 sends a void).
+    // A packet the link loses was sent, so SATGUARD resends it: no lost packet's only drop is a loss.
+    let mut s = two_node(LossSpec::None, FlowKind::Cbr { rate: Bps::mbps(150), size: 1000 });
+    s.nodes = 3;
+    s.duration = Duration::from_secs(2);
+    let lossy = LossSpec::Bernoulli { p: 0.02 };
+    s.links = vec![
+        link(0, 1, 1000, 1),
+        LinkSpec { queue: QueueLimit::Packets(50), loss_ab: lossy.clone(), loss_ba: lossy, ..link(1, 2, 100, 1) },
+    ];
+    s.flows[0].dst = 2;
+    s.flows[0].tc = crate::schemes::satguard::TC_DELAY_SENSITIVE;
+    s.satguard = Some(crate::schemes::satguard::SatguardOptions::default());
+    let r = run(&s).unwrap();
+    let st = r.satguard.unwrap();
+    assert!(st.voids_sent > 10_000 && st.retransmissions > 100, "{st:?}");
+    let delivered: std::collections::HashSet<u64> = r.packets.iter().map(|p| p.seq).collect();
+    // Each packet's own drops in time order, and the seqs of lost control packets (a void carries
+    // the seq of the packet it stands for).
+    let mut own: std::collections::BTreeMap<u64, Vec<(u64, &str)>> = std::collections::BTreeMap::new();
+    let mut control_lost = std::collections::HashSet::new();
+    for d in r.drops.iter().filter(|d| d.flow == 0) {
+        if d.control {
+            control_lost.insert(d.seq);
+        } else {
+            own.entry(d.seq).or_default().push((d.t_ns, d.reason));
+        }
+    }
+    // Lost for good: not delivered, last dropped more than 100 ms before the end (not still resent).
+    let horizon = r.simulated_ns - 100_000_000;
+    let lost: Vec<(u64, Vec<&str>)> = own
+        .iter()
+        .filter(|(q, d)| !delivered.contains(q) && d.last().is_some_and(|x| x.0 < horizon))
+        .map(|(&q, d)| (q, d.iter().map(|x| x.1).collect()))
+        .collect();
+    let lone_loss: Vec<u64> = lost.iter().filter(|(_, d)| *d == ["loss"]).map(|x| x.0).collect();
+    assert!(lone_loss.is_empty(), "{} packets lost by the link and never resent: {lone_loss:?}", lone_loss.len());
+    // The queue's refusals: never sent, so never resent (and their voids may be lost on the link).
+    let refused: Vec<u64> = lost.iter().filter(|(_, d)| d[0] == "queue").map(|x| x.0).collect();
+    assert!(lost.iter().all(|(_, d)| d[0] != "queue" || d.len() == 1), "a refused packet was resent");
+    assert!(refused.len() > 10_000, "{}", refused.len());
+    assert!(refused.iter().any(|q| control_lost.contains(q)), "a void's drop is its own, marked control");
+}
+
+#[test]
 fn satcp_reports_come_half_a_second_ahead_of_the_path_ends_handovers() {
     use crate::constellation::{PlannedHandover, TopoInfo};
     let h = |t_ms: u64, ground: u32| PlannedHandover {
