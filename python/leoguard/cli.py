@@ -740,16 +740,16 @@ def demo(
     console.print(f"handovers: {hos or 'none'}")
     from rich import box
 
-    t = Table(
-        "scheme", "endpoint\nloss %", "of which\ncongestion %", "network\nloss %", "probe OWD\np50/p99 ms",
-        "TCP\nMbit/s", "TCP\nretx",
-        "TCP\nRTOs", "hop\nretx", box=box.SIMPLE_HEAD, pad_edge=False,
-    )  # fmt: skip
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    t.add_column("scheme", min_width=12, no_wrap=True)
+    for head in ("endpoint\nloss %", "of it\ncongest.", "network\nloss %", "probe OWD\np50/p99 ms", "TCP\nMbit/s",
+                 "TCP\nretx", "TCP\nRTOs", "hop\nretx"):  # fmt: skip
+        t.add_column(head)
     for r in rep["rows"]:
         t.add_row(
             r["scheme"], f"{r['endpoint_loss_pct']:.3f}", f"{r['congestion_loss_pct']:.3f}",
             f"{r['network_loss_pct']:.3f}",
-            f"{r['owd_p50_ms']:.1f}/{r['owd_p99_ms']:.1f}", f"{r['goodput_mbps']:.2f}",
+            f"{r['owd_p50_ms']:.0f}/{r['owd_p99_ms']:.0f}", f"{r['goodput_mbps']:.1f}",
             str(r["tcp_retransmissions"]), str(r["tcp_rtos"]), str(r["hop_retransmissions"]),
         )  # fmt: skip
     console.print(t)
