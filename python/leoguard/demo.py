@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -92,10 +93,11 @@ class Demo:
         link comes back after a handover), probe loss in the network, probe OWD,
         TCP goodput and retransmissions, the scheme's own (hop-by-hop) retransmissions."""
         rows = []
+        lost = self.lost()
         for name, res in self.runs.items():
             tcp, probe = res.flows.row(TCP, named=True), res.flows.row(PROBE, named=True)
             hop = (res.satguard or res.linkguardian or {}).get("retransmissions", 0)
-            causes = _lost(res)["cause"]
+            causes = lost.filter(pl.col("scheme") == SCHEMES[name])["cause"]
             congested = (causes == "congestion").sum() / len(causes) if len(causes) else 0.0
             rows.append(
                 {
@@ -138,6 +140,11 @@ class Demo:
         link down, a scheme giving up; drops of a scheme's control packets, e.g. SATGUARD's void for it,
         are not its own). As the endpoint-loss figure, only packets sent at least a grace time (1 s, or
         half the run if shorter) before the end count, so packets still in flight are not losses."""
+        return self._lost_table
+
+    @cached_property
+    def _lost_table(self) -> pl.DataFrame:
+        # Computed once: the summary and the figure both need it.
         return self._per_scheme(_lost, ["seq", "t_s", "lost", "cause"])
 
     def owd(self) -> pl.DataFrame:

@@ -237,7 +237,7 @@ impl<P: Copy> Link<P> {
             self.stats.drops_down += 1;
             return Offer::Dropped(pkt, DropReason::Down);
         }
-        if self.tx.is_some() && !control && !self.fits(u64::from(size)) {
+        if !control && !self.has_room(size) {
             self.stats.drops_queue += 1;
             return Offer::Dropped(pkt, DropReason::Queue);
         }
