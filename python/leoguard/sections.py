@@ -19,10 +19,14 @@ class Satguard(_Model):
     `delay_sensitive` are protected unless `process_all` (partial traffic processing off). Each
     technique can be switched off for ablation: `migration` (handover-aware buffer migration, §3.2),
     `beam_timers` (per-beam loss timers on user downlinks, §3.3; off: one fixed `timeout_ms` timer) and
-    `reorder` (the ground-side FSeq reorder buffer, §3.4)."""
+    `reorder` (the ground-side FSeq reorder buffer, §3.4). A hop resends a lost packet until
+    `retry_budget_ms` has passed since it first sent it (default: `reorder_max_hold_ms`, as long as the
+    exit may wait for it) or it has resent it `max_retries` times; what it gives up on, the exit is
+    told not to wait for."""
 
     buffer_bytes: int = Field(default=4_000_000, gt=0)
-    max_retries: int = Field(default=3, ge=0, le=255)
+    max_retries: int = Field(default=255, ge=0, le=255)
+    retry_budget_ms: float | None = Field(default=None, gt=0, le=60_000)
     timeout_ms: float = Field(default=20.0, gt=0)
     process_all: bool = False
     migration: bool = True

@@ -40,8 +40,10 @@ def test_the_table_shows_what_each_variant_does(ablation):
     # Partial processing: the unmarked 20 Mbit/s stream is processed only with process_all.
     assert rows["satguard"]["unprocessed_packets"] > 20_000
     assert rows["satguard-process-all"]["unprocessed_packets"] == 0
-    # Without the reorder buffer, TCP sees the reordering that local recovery causes.
-    assert rows["satguard-no-reorder"]["tcp_goodput_mbps"] < rows["satguard"]["tcp_goodput_mbps"]
+    # Without the reorder buffer, TCP sees the reordering that local recovery causes and takes some of
+    # it for loss (more end-to-end retransmissions). With Linux's RACK reordering window it no longer
+    # collapses: its goodput is not lower (851 vs 796 Mbit/s on this run; docs/satguard.md).
+    assert rows["satguard-no-reorder"]["tcp_retransmissions"] > rows["satguard"]["tcp_retransmissions"]
     assert rows["satguard"]["max_reorder_hold_ms"] > 0
 
 

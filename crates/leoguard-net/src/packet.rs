@@ -70,3 +70,6 @@ pub const NET_MIGRATED: u8 = 32;
 /// `NetFields::flags`: a void: the packet with this FSeq was dropped by congestion inside the
 /// network, so the exit's reorder buffer need not wait for it (a control packet, routed like data).
 pub const NET_VOID: u8 = 64;
+/// `NetFields::flags`: a packet a scheme held at this node and handed back to routing (SATGUARD's
+/// parked packets going out paced); node-local, cleared before the packet leaves the node.
+pub const NET_UNPARKED: u8 = 128;

@@ -167,6 +167,7 @@ fn run_hop(case: &HopCase, packets: u64) -> Figure {
     let cfg = HopConfig {
         buffer_bytes: 16_000_000,
         max_retries: 3,
+        retry_budget: None,
         detect_gaps: case.detect_gaps,
         default_timeout: gap_timeout,
     };

@@ -169,6 +169,10 @@ pub(crate) fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
             if let Some(r) = get(&g, "max_retries")? {
                 o.hop.max_retries = r;
             }
+            let budget = match get::<f64>(&g, "retry_budget_ms")? {
+                Some(ms) => Some(secs("satguard.retry_budget_ms", ms / 1e3)?),
+                None => None,
+            };
             if let Some(ms) = get::<f64>(&g, "timeout_ms")? {
                 o.hop.default_timeout = secs("satguard.timeout_ms", ms / 1e3)?;
             }
@@ -203,6 +207,12 @@ pub(crate) fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
                     }
                 }
             }
+            // Default budget: as long as the exit may hold a gap (with or without its reorder buffer).
+            let max_hold = match get::<f64>(&g, "reorder_max_hold_ms")? {
+                Some(ms) => secs("satguard.reorder_max_hold_ms", ms / 1e3)?,
+                None => leoguard_proto::satguard::reorder::ReorderConfig::default().max_hold,
+            };
+            o.hop.retry_budget = Some(budget.unwrap_or(max_hold));
             o.validate().map_err(|e| LeoguardError::new_err(e.to_string()))?;
             Some(o)
         }

@@ -11,7 +11,8 @@
 //!   as the tail-loss backstop that gap detection cannot give.
 //!
 //! A lost packet is retransmitted from the buffer with a NEW HSeq (§3.5), so a lost retransmission is
-//! detected like any other loss; after `max_retries` the packet is reported lost. The receiver drops
+//! detected like any other loss; after `max_retries`, or once `retry_budget` has passed since its
+//! first transmission on the hop, the packet is reported lost. The receiver drops
 //! duplicates of retransmitted packets (a spurious retransmission after a lost HAck) by a bounded set of
 //! recently seen packet keys (flow and FSeq), so the hop delivers every packet at most once.
 //!
@@ -31,6 +32,11 @@ pub struct HopConfig {
     pub buffer_bytes: u64,
     /// Retransmissions of one packet before it is reported lost.
     pub max_retries: u8,
+    /// How long after its first transmission on this hop a packet is still worth resending: a loss
+    /// found later gives the packet up whatever `max_retries` says (none: the count alone bounds it).
+    /// A time bound, not a count, is what matches bursty links: the number of tries a loss burst
+    /// needs varies, the time the packet's exit waits for it does not.
+    pub retry_budget: Option<Duration>,
     /// Detect losses from HAck discontinuity (only sound on one-to-one, FIFO links).
     pub detect_gaps: bool,
     /// Timeout of beam 0 (one-to-one links: the tail-loss backstop; shared links without beam
@@ -43,6 +49,7 @@ impl Default for HopConfig {
         HopConfig {
             buffer_bytes: 4_000_000,
             max_retries: 3,
+            retry_budget: None,
             detect_gaps: true,
             default_timeout: Duration::from_millis(20),
         }
@@ -69,6 +76,9 @@ impl HopConfig {
     pub fn validate(&self) -> Result<(), HopError> {
         if self.buffer_bytes == 0 {
             return Err(HopError::Invalid { field: "buffer_bytes", value: "0".into(), reason: "must be > 0" });
+        }
+        if self.retry_budget == Some(Duration::ZERO) {
+            return Err(HopError::Invalid { field: "retry_budget", value: "0".into(), reason: "must be > 0" });
         }
         if self.default_timeout == Duration::ZERO {
             return Err(HopError::Invalid { field: "timeout", value: "0".into(), reason: "must be > 0" });
@@ -127,6 +137,8 @@ struct Entry<T> {
     item: Option<T>,
     bytes: u32,
     retries: u8,
+    /// When the packet was first sent on this hop.
+    first: Instant,
     beam: u16,
     state: State,
 }
@@ -226,7 +238,7 @@ impl<T> HopSender<T> {
         self.beams.len() - 1
     }
 
-    fn push(&mut self, now: Instant, item: T, bytes: u32, retries: u8, beam: u16) -> Seq16 {
+    fn push(&mut self, now: Instant, first: Instant, item: T, bytes: u32, retries: u8, beam: u16) -> Seq16 {
         let h = self.next;
         self.next = h.next();
         if self.buf.is_empty() {
@@ -235,7 +247,7 @@ impl<T> HopSender<T> {
                 self.gap_cursor = h;
             }
         }
-        self.buf.push_back(Entry { item: Some(item), bytes, retries, beam, state: State::Pending });
+        self.buf.push_back(Entry { item: Some(item), bytes, retries, first, beam, state: State::Pending });
         self.bytes += u64::from(bytes);
         let bi = self.beam_index(beam);
         let deadline = now + self.beams[bi].timeout;
@@ -257,7 +269,7 @@ impl<T> HopSender<T> {
     /// A packet leaves on the link for the first time: returns the HSeq to stamp and buffers it.
     pub fn on_send(&mut self, now: Instant, item: T, bytes: u32, beam: u16) -> Seq16 {
         self.stats.sent += 1;
-        self.push(now, item, bytes, 0, beam)
+        self.push(now, now, item, bytes, 0, beam)
     }
 
     fn entry(&mut self, h: Seq16) -> Option<&mut Entry<T>> {
@@ -268,16 +280,16 @@ impl<T> HopSender<T> {
         self.buf.get_mut(d as usize)
     }
 
-    fn done(&mut self, h: Seq16) -> Option<(T, u8, u16)> {
+    fn done(&mut self, h: Seq16) -> Option<(T, u8, Instant, u16)> {
         let e = self.entry(h)?;
         if e.state != State::Pending {
             return None;
         }
         e.state = State::Done;
-        let (bytes, retries, beam) = (e.bytes, e.retries, e.beam);
+        let (bytes, retries, first, beam) = (e.bytes, e.retries, e.first, e.beam);
         let item = e.item.take();
         self.bytes -= u64::from(bytes);
-        item.map(|i| (i, retries, beam))
+        item.map(|i| (i, retries, first, beam))
     }
 
     fn pop_front(&mut self) {
@@ -287,13 +299,14 @@ impl<T> HopSender<T> {
         }
     }
 
-    fn lose(&mut self, h: Seq16) {
-        let retries = match self.entry(h) {
-            Some(e) if e.state == State::Pending => e.retries,
+    fn lose(&mut self, h: Seq16, now: Instant) {
+        let (retries, first) = match self.entry(h) {
+            Some(e) if e.state == State::Pending => (e.retries, e.first),
             _ => return,
         };
-        if retries >= self.cfg.max_retries {
-            if let Some((item, _, _)) = self.done(h) {
+        let late = self.cfg.retry_budget.is_some_and(|b| now.saturating_duration_since(first) >= b);
+        if retries >= self.cfg.max_retries || late {
+            if let Some((item, _, _, _)) = self.done(h) {
                 self.lost.push(item);
             }
             self.stats.given_up += 1;
@@ -304,7 +317,7 @@ impl<T> HopSender<T> {
 
     /// A HAck arrived: acknowledges its interval and, with gap detection, declares the pending
     /// packets before it lost.
-    pub fn on_hack(&mut self, _now: Instant, hack: &HAck) {
+    pub fn on_hack(&mut self, now: Instant, hack: &HAck) {
         self.stats.hacks += 1;
         let last = Seq16(self.next.0.wrapping_sub(1));
         let sent = !self.buf.is_empty() || self.stats.sent > 0;
@@ -338,7 +351,7 @@ impl<T> HopSender<T> {
             while g.before(hack.start) {
                 if self.entry(g).is_some_and(|e| e.state == State::Pending) {
                     self.stats.gap_losses += 1;
-                    self.lose(g);
+                    self.lose(g, now);
                 }
                 g = g.next();
             }
@@ -360,7 +373,7 @@ impl<T> HopSender<T> {
                 let pending = self.entry(h).is_some_and(|e| e.state == State::Pending);
                 if pending && !self.retx.contains(&h) {
                     self.stats.timer_losses += 1;
-                    self.lose(h);
+                    self.lose(h, now);
                 }
             }
         }
@@ -378,11 +391,11 @@ impl<T> HopSender<T> {
         T: Clone,
     {
         while let Some(h) = self.retx.pop_front() {
-            let Some((item, retries, beam)) = self.done(h) else { continue };
+            let Some((item, retries, first, beam)) = self.done(h) else { continue };
             let copy = item.clone();
             // Re-buffering cannot evict it: done() released its bytes first.
             let bytes = self.entry(h).map_or(0, |e| e.bytes);
-            let new = self.push(now, item, bytes, retries + 1, beam);
+            let new = self.push(now, first, item, bytes, retries + 1, beam);
             self.stats.retransmissions += 1;
             self.pop_front();
             return Some(Retransmit { item: copy, hseq: new, retries: retries + 1, beam });
@@ -401,7 +414,7 @@ impl<T> HopSender<T> {
         let mut out = Vec::new();
         let mut h = self.front;
         for _ in 0..self.buf.len() {
-            if let Some((item, _, beam)) = self.done(h) {
+            if let Some((item, _, _, beam)) = self.done(h) {
                 out.push((item, beam));
                 self.stats.taken += 1;
             }

@@ -301,8 +301,9 @@ fn on_a_congested_lossy_link_satguard_resends_what_the_link_lost_and_the_drops_s
             own.entry(d.seq).or_default().push((d.t_ns, d.reason));
         }
     }
-    // Lost for good: not delivered, last dropped more than 100 ms before the end (not still resent).
-    let horizon = r.simulated_ns - 100_000_000;
+    // Lost for good: not delivered, last dropped more than 100 ms plus the exit's longest hold before
+    // the end (not still resent, nor still held at the exit behind a gap that is).
+    let horizon = r.simulated_ns - 300_000_000;
     let lost: Vec<(u64, Vec<&str>)> = own
         .iter()
         .filter(|(q, d)| !delivered.contains(q) && d.last().is_some_and(|x| x.0 < horizon))

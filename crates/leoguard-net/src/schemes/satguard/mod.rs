@@ -31,9 +31,9 @@ pub use stats::{HopRow, SatguardStats};
 
 use crate::host::{Agent, Ctx};
 use crate::link::LinkId;
-use crate::packet::{Packet, NET_CONTROL, NET_FSEQ, NET_HSEQ, NET_MIGRATED, NET_RETX, NET_SR, NET_VOID};
+use crate::packet::{Packet, NET_CONTROL, NET_FSEQ, NET_HSEQ, NET_MIGRATED, NET_RETX, NET_SR, NET_UNPARKED, NET_VOID};
 use leoguard_core::RecentKeys;
-use leoguard_core::{Duration, Instant, Seq16};
+use leoguard_core::{Bps, Bytes, Duration, Instant, Seq16};
 use leoguard_proto::satguard::hop::{HAck, HopConfig, HopError, HopReceiver, HopSender};
 use leoguard_proto::satguard::reorder::{Pushed, ReorderBuffer, ReorderConfig};
 use leoguard_wire::{HbhRepr, SatguardHack, IPV6_HEADER_LEN, NEXT_HEADER_NONE};
@@ -49,6 +49,31 @@ pub use leoguard_wire::TC_DELAY_SENSITIVE;
 
 /// Bytes the Hop-by-Hop options header adds to a protected packet: the wire format's header with the
 /// HSeq and FSeq options.
+/// The void that tells the exit to stop waiting for `p`, which died inside the network (none if `p`
+/// has no FSeq yet or no exit reorders).
+fn void_for(p: &Packet, opts: &SatguardOptions) -> Option<Packet> {
+    if p.net.flags & NET_FSEQ == 0 || opts.reorder.is_none() {
+        return None;
+    }
+    Some(Packet {
+        flow: p.flow,
+        dst: p.dst,
+        seq: p.seq,
+        sent_at: p.sent_at,
+        size: VOID_BYTES,
+        net: crate::packet::NetFields {
+            tc: p.net.tc,
+            fseq: p.net.fseq,
+            flags: NET_CONTROL | NET_VOID | NET_FSEQ,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+}
+
+/// The smallest batch of parked packets released at once: one full-size packet.
+const MTU_BYTES: u64 = 1500;
+
 fn hbh_bytes() -> u32 {
     super::wire::data_header_bytes(super::wire::WireScheme::Satguard)
 }
@@ -85,15 +110,20 @@ pub struct SatguardOptions {
 }
 
 impl Default for SatguardOptions {
+    /// A hop resends a packet for as long as the exit's reorder buffer may hold its gap (the
+    /// reorder buffer's `max_hold`); the retry count is only a backstop. A packet resent later would
+    /// reach an exit that has stopped waiting for it, and one given up sooner leaves a gap the
+    /// end-to-end sender must close (a window cut) although the hop could still have.
     fn default() -> Self {
+        let reorder = ReorderConfig::default();
         SatguardOptions {
-            hop: HopConfig::default(),
+            hop: HopConfig { max_retries: u8::MAX, retry_budget: Some(reorder.max_hold), ..HopConfig::default() },
             process_all: false,
             dedup_window: 16_384,
             migration: true,
             beam_timers: true,
             beam_guard: Duration::from_micros(500),
-            reorder: Some(ReorderConfig::default()),
+            reorder: Some(reorder),
             commit_grace: Duration::from_millis(50),
         }
     }
@@ -145,6 +175,20 @@ enum Exit {
     },
 }
 
+/// The pace at which parked packets go back out (§3.2's network-layer buffer empties into the
+/// interface queue as that queue empties, not into it at once: a handover's backlog released in one
+/// burst overflows the queue of the link that came up).
+#[derive(Clone, Copy, Debug)]
+struct Drain {
+    /// Capacity of the link that came up.
+    rate: Bps,
+    /// Bytes handed to the interface per release: half that link's queue.
+    batch: u64,
+    /// When the next batch goes: when the interface has sent half of the last one (learnt from the
+    /// real wait of the last released packet as it departs, which counts other traffic too).
+    next: Instant,
+}
+
 /// The SATGUARD hook of one node.
 #[derive(Debug)]
 pub struct SatguardHook {
@@ -159,6 +203,9 @@ pub struct SatguardHook {
     /// Packets waiting for a link that is down in a handover (migration on), oldest first.
     parked: VecDeque<Packet>,
     parked_bytes: u64,
+    /// Parked packets going back out after a link came up, paced so the interface queue is never
+    /// handed more than it holds (none: nothing parked, or no link up yet).
+    drain: Option<Drain>,
     /// A ground node's pending uplink packets whose link went down, re-homed when a link comes up.
     orphans: Vec<Packet>,
     exit: Exit,
@@ -212,6 +259,7 @@ impl SatguardHook {
             link_state: BTreeMap::new(),
             parked: VecDeque::new(),
             parked_bytes: 0,
+            drain: None,
             orphans: Vec::new(),
             exit,
             exit_paused: None,
@@ -273,8 +321,9 @@ impl SatguardHook {
         self.stats.protected += 1;
     }
 
-    /// Sends the due retransmissions of one sender and counts what it gave up.
-    fn pump(s: &mut HopSender<Packet>, link: LinkId, stats: &mut SatguardStats, ctx: &mut Ctx) {
+    /// Sends the due retransmissions of one sender; what it gave up on, the exit is told not to wait
+    /// for (a void, as for a congestion drop).
+    fn pump(s: &mut HopSender<Packet>, link: LinkId, opts: &SatguardOptions, stats: &mut SatguardStats, ctx: &mut Ctx) {
         while let Some(r) = s.poll_retransmit(ctx.now()) {
             let mut p = r.item;
             p.net.hseq = r.hseq.0;
@@ -282,8 +331,12 @@ impl SatguardHook {
             stats.retransmissions += 1;
             ctx.send_on(link, p);
         }
-        while s.poll_lost().is_some() {
+        while let Some(p) = s.poll_lost() {
             stats.given_up += 1;
+            if let Some(v) = void_for(&p, opts) {
+                stats.voids_sent += 1;
+                ctx.send(v);
+            }
         }
     }
 
@@ -298,6 +351,7 @@ impl SatguardHook {
             consider(r.poll_timeout());
         }
         consider(self.next_migration_start());
+        consider(self.drain.map(|d| d.next));
         for inbox in self.inboxes.values() {
             consider(inbox.deadline);
         }
@@ -418,16 +472,57 @@ impl SatguardHook {
         }
     }
 
-    /// Sends parked packets and re-homed orphans on through routing (a link at this node came up).
-    fn unpark(&mut self, ctx: &mut Ctx) {
-        for mut p in self.orphans.drain(..) {
+    /// Sends parked packets and re-homed orphans on through routing (`link` at this node came up),
+    /// paced at that link's rate: the orphans (older) first, then the parked packets in arrival order.
+    fn unpark(&mut self, link: LinkId, ctx: &mut Ctx) {
+        for mut p in self.orphans.drain(..).rev() {
             p.net.flags &= !(NET_HSEQ | NET_RETX);
             self.stats.rehomed += 1;
+            self.parked_bytes += u64::from(p.size);
+            self.parked.push_front(p);
+        }
+        if self.parked.is_empty() {
+            return;
+        }
+        let i = link.0 as usize;
+        let rate = self.net.rate.get(i).copied().unwrap_or(Bps(0));
+        let queue = self.net.queue_bytes.get(i).copied().unwrap_or(0);
+        self.drain = Some(Drain { rate, batch: (queue / 2).max(MTU_BYTES), next: ctx.now() });
+        self.drain_step(ctx);
+    }
+
+    /// Hands the next batch of parked packets on if it is time.
+    fn drain_step(&mut self, ctx: &mut Ctx) {
+        let Some(d) = self.drain else { return };
+        let now = ctx.now();
+        if now < d.next {
+            return;
+        }
+        let mut sent = 0u64;
+        while sent < d.batch {
+            let Some(mut p) = self.parked.pop_front() else { break };
+            self.parked_bytes -= u64::from(p.size);
+            sent += u64::from(p.size);
+            p.net.flags |= NET_UNPARKED;
+            self.stats.unparked += 1;
             ctx.resume(p);
         }
-        self.parked_bytes = 0;
-        for p in self.parked.drain(..) {
-            ctx.resume(p);
+        self.drain = if self.parked.is_empty() {
+            None
+        } else {
+            // Until the departures say otherwise: half the batch's serialisation time from now.
+            let half = d.rate.transmission_time(Bytes(sent / 2)).unwrap_or(Duration::ZERO);
+            Some(Drain { next: now + half, ..d })
+        };
+    }
+
+    /// A released packet departs after `wait` (the real queue ahead of it plus itself): the next
+    /// batch goes when the interface has sent half a batch less than that.
+    fn drained_departs(&mut self, wait: Duration, now: Instant) {
+        if let Some(d) = &mut self.drain {
+            let half = d.rate.transmission_time(Bytes(d.batch / 2)).unwrap_or(Duration::ZERO);
+            // The last released packet's last bit leaves at now + wait; half a batch before that.
+            d.next = now + Duration(wait.0.saturating_sub(half.0));
         }
     }
 
@@ -484,7 +579,7 @@ impl Agent for SatguardHook {
         let now = ctx.now();
         for (&l, s) in &mut self.senders {
             s.handle_timeout(now);
-            Self::pump(s, LinkId(l), &mut self.stats, ctx);
+            Self::pump(s, LinkId(l), &self.opts, &mut self.stats, ctx);
         }
         if let (Exit::Reorder(r), None) = (&mut self.exit, self.exit_paused) {
             r.handle_timeout(now);
@@ -492,6 +587,7 @@ impl Agent for SatguardHook {
         self.release(ctx);
         self.start_migrations(ctx);
         self.inbox_deadlines(ctx);
+        self.drain_step(ctx);
         self.arm(ctx);
     }
 
@@ -511,7 +607,7 @@ impl Agent for SatguardHook {
                 let hack =
                     HAck { start: Seq16(p.ack as u16), end: Seq16((p.ack >> 16) as u16), beam: (p.ack >> 32) as u16 };
                 s.on_hack(ctx.now(), &hack);
-                Self::pump(s, data_link, &mut self.stats, ctx);
+                Self::pump(s, data_link, &self.opts, &mut self.stats, ctx);
                 self.arm(ctx);
             }
             return false;
@@ -573,6 +669,9 @@ impl Agent for SatguardHook {
             p.size += self.hbh_bytes;
             self.stats.fseq_stamped += 1;
         }
+        let now = ctx.now();
+        let unparked = p.net.flags & NET_UNPARKED != 0;
+        p.net.flags &= !NET_UNPARKED;
         if self.opts.migration && !self.link_up(link) {
             // The link is down in a handover: send the packet after the satellite that took over, or
             // hold it until a link comes up (§3.2's network-layer buffer).
@@ -581,7 +680,13 @@ impl Agent for SatguardHook {
             }
             return false;
         }
-        let now = ctx.now();
+        if unparked {
+            self.drained_departs(ctx.egress_wait(), now);
+        } else if self.drain.is_some() {
+            // Parked packets are still going out: this one waits behind them (arrival order).
+            self.park(*p);
+            return false;
+        }
         self.stamp(link, p, now, now + ctx.egress_wait());
         if self.outgoing.contains_key(&link.0) {
             self.copy_to_new_satellite(link, p, ctx);
@@ -599,25 +704,10 @@ impl Agent for SatguardHook {
         // A packet that already has its FSeq dies in a queue here: LL-ReTx cannot bring it back, so
         // the exit is told not to wait for it (a void, like LEOTP's void packet header). Without this
         // every congestion drop would hold its flow at the exit for the whole reorder hold.
-        if p.net.flags & NET_FSEQ == 0 || self.opts.reorder.is_none() {
-            return;
+        if let Some(v) = void_for(p, &self.opts) {
+            self.stats.voids_sent += 1;
+            ctx.send(v);
         }
-        let void = Packet {
-            flow: p.flow,
-            dst: p.dst,
-            seq: p.seq,
-            sent_at: p.sent_at,
-            size: VOID_BYTES,
-            net: crate::packet::NetFields {
-                tc: p.net.tc,
-                fseq: p.net.fseq,
-                flags: NET_CONTROL | NET_VOID | NET_FSEQ,
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        self.stats.voids_sent += 1;
-        ctx.send(void);
     }
 
     fn on_link_state(&mut self, link: LinkId, up: bool, ctx: &mut Ctx) {
@@ -641,7 +731,7 @@ impl Agent for SatguardHook {
         } else if up {
             // Moved packets are older than the ones parked here: they go first.
             self.inbox_link_up(link, ctx);
-            self.unpark(ctx);
+            self.unpark(link, ctx);
         }
         self.arm(ctx);
     }

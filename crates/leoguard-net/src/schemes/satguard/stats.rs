@@ -33,8 +33,10 @@ counters! {
         lost_at_link_down,
         /// Pending packets of a ground node's old uplink re-sent on its new link.
         rehomed,
-        /// Packets held for a link down in a handover.
+        /// Packets held for a link down in a handover, or behind held packets still going out.
         parked,
+        /// Held packets handed back to routing, paced at the rate of the link that came up.
+        unparked,
         /// Held packets dropped because the hold buffer was full.
         parked_dropped,
         /// Migrations started (§3.2).

@@ -9,6 +9,7 @@ fn sender(detect_gaps: bool) -> HopSender<u32> {
     HopSender::new(HopConfig {
         buffer_bytes: 1_000_000,
         max_retries: 2,
+        retry_budget: None,
         detect_gaps,
         default_timeout: Duration::from_millis(10),
     })
@@ -146,6 +147,7 @@ fn lossy_run(n: u32, data_loss: &[bool], hack_loss: &[bool], gaps: bool) -> (Vec
     let mut s = HopSender::new(HopConfig {
         buffer_bytes: 10_000_000,
         max_retries: 3,
+        retry_budget: None,
         detect_gaps: gaps,
         default_timeout: Duration::from_millis(5),
     })
@@ -245,4 +247,60 @@ fn a_long_loss_free_run_stays_acknowledged() {
     assert_eq!(s.pending(), 0);
     s.handle_timeout(Instant(200_000_000));
     assert!(s.poll_retransmit(Instant(200_000_000)).is_none());
+}
+
+#[test]
+fn a_retry_budget_gives_a_packet_up_by_its_age_not_by_its_count() {
+    // Timer-only link (no gap detection), 10 ms timer, no count bound to speak of, 25 ms budget:
+    // losses found at 10 and 20 ms are resent; the one found at 30 ms (30 ms after the first
+    // transmission) is given up.
+    let mut s = HopSender::new(HopConfig {
+        buffer_bytes: 1_000_000,
+        max_retries: u8::MAX,
+        retry_budget: Some(Duration::from_millis(25)),
+        detect_gaps: false,
+        default_timeout: Duration::from_millis(10),
+    })
+    .unwrap();
+    s.on_send(t(0), 7u32, 1000, 0);
+    let mut resent = Vec::new();
+    for ms in 1..=40 {
+        let now = t(ms);
+        if s.poll_timeout().is_some_and(|d| d <= now) {
+            s.handle_timeout(now);
+        }
+        while let Some(r) = s.poll_retransmit(now) {
+            resent.push((ms, r.retries));
+        }
+    }
+    assert_eq!(resent, vec![(10, 1), (20, 2)]);
+    assert_eq!(s.poll_lost(), Some(7));
+    assert_eq!(s.stats.given_up, 1);
+    // The same losses with the count alone as the bound (the earlier behaviour) resend a third time.
+    let mut c = HopSender::new(HopConfig {
+        buffer_bytes: 1_000_000,
+        max_retries: 3,
+        retry_budget: None,
+        detect_gaps: false,
+        default_timeout: Duration::from_millis(10),
+    })
+    .unwrap();
+    c.on_send(t(0), 7u32, 1000, 0);
+    let mut n = 0;
+    for ms in 1..=40 {
+        let now = t(ms);
+        if c.poll_timeout().is_some_and(|d| d <= now) {
+            c.handle_timeout(now);
+        }
+        while c.poll_retransmit(now).is_some() {
+            n += 1;
+        }
+    }
+    assert_eq!(n, 3);
+}
+
+#[test]
+fn a_zero_retry_budget_is_refused_with_its_field_named() {
+    let e = HopConfig { retry_budget: Some(Duration::ZERO), ..HopConfig::default() }.validate().unwrap_err();
+    assert!(e.to_string().contains("retry_budget"), "{e}");
 }
