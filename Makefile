@@ -47,8 +47,8 @@ setup: $(STAMP) $(SYSDEPS) ## Install Python dependencies into .venv and Debian 
 
 build: setup ## Build the Rust core (release) and install leoguard into .venv
 	$(VENV)/bin/maturin develop --release -q
-	cargo build --release -p leoguard-tunnel
-	install -m 755 target/release/leoguard-tunnel target/release/leoguard-relay $(VENV)/bin/
+	cargo build --release -p leoguard-tunnel -p leoguard-transport
+	install -m 755 target/release/leoguard-tunnel target/release/leoguard-relay target/release/leoguard-transport $(VENV)/bin/
 
 demo: build ## Install, build, and run the main demo (New York - London over Starlink shell 1)
 	$(VENV)/bin/leoguard demo --out out/demo
@@ -81,6 +81,7 @@ bench: build ## Benchmarks: print figures, assert nothing
 	$(VENV)/bin/leoguard bench sim --json
 	$(VENV)/bin/leoguard bench emu --json
 	$(PY) tools/bench_tunnel.py
+	$(PY) tools/bench_transport.py
 
 clean: ## Remove build outputs (keeps .venv)
 	cargo clean

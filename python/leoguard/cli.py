@@ -454,6 +454,42 @@ def reproduce_satguard(
         raise typer.Exit(1)
 
 
+@reproduce_app.command("startcp")
+def reproduce_startcp(
+    experiment: Annotated[
+        list[str] | None, typer.Option("--experiment", "-e", help="two-path and/or nyc-lon (default: both).")
+    ] = None,
+    duration_s: Annotated[float, typer.Option("--duration", help="Seconds per run (62 covers 4 handovers).")] = 62.0,
+    seed: Annotated[int, typer.Option(help="Run seed.")] = 1,
+    as_json: JsonOpt = False,
+) -> None:
+    """StarTCP (papers/startcp.txt) in the simulator: the paper's two-path experiment (Fig 3: 40 Mbit/s,
+    100 ms RTT, a switch every 15 s with a 100 ms interruption) and Starlink New York - London, BBR (and
+    CUBIC) against StarTCP. With --json, prints one row per handover of each run: {experiment, engine,
+    scheme, handover, t_s, throughput_mbps, lost_packets, predicted_error_ms}."""
+    from leoguard.reproduce.startcp import PAPER, reproduce
+
+    exps = tuple(experiment or ("two-path", "nyc-lon"))
+    bad = [e for e in exps if e not in ("two-path", "nyc-lon")]
+    if bad:
+        raise LeoguardError(f"--experiment {bad[0]!r}: choose two-path or nyc-lon")
+    if not 16.0 <= duration_s <= 3600.0:
+        raise LeoguardError(f"--duration {duration_s}: must be in [16, 3600] s (at least one handover)")
+    r = reproduce(exps, duration_s=duration_s, seed=seed)
+    if as_json:
+        _emit(r.rows)
+        return
+    t = Table("experiment", "scheme", "handover", "t (s)", "Mbit/s in its second", "lost", "pred. error (ms)")
+    for row in r.rows:
+        err = row["predicted_error_ms"]
+        cells = [row["experiment"], row["scheme"], str(row["handover"]), f"{row['t_s']:.1f}"]
+        cells += [f"{row['throughput_mbps']:.1f}", str(row["lost_packets"]), "-" if err is None else f"{err:.1f}"]
+        t.add_row(*cells)
+    console.print(t)
+    for k, v in PAPER.items():
+        console.print(f"paper, {k}: {v}")
+
+
 @reproduce_app.command("liquid")
 def reproduce_liquid(
     scenario: Annotated[Path | None, typer.Option(help="Scenario (default scenarios/liquid-oneweb.toml).")] = None,

@@ -16,7 +16,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from leoguard import _core
 from leoguard.errors import LeoguardError, read_user_text
-from leoguard.sections import Capture, Emu, LinkGuardian, Liquid, Mpep, Satguard, Tambur, Tcp, _Model
+from leoguard.sections import Capture, Emu, LinkGuardian, Liquid, Mpep, Satguard, Startcp, Tambur, Tcp, _Model
 
 __all__ = [
     "Capture",
@@ -128,12 +128,14 @@ class PathSpec(_Model):
 class TwoPath(_Model):
     """Two parallel paths between `src` (node 0) and `dst` (node 1), through `via0` (2) and `via1` (3);
     both directions switch from one path to the other every `switch_every_s` seconds, starting on
-    path 0 (StarTCP's two-path experiment). Each path's delay is split over its two links; its loss
-    applies to the link leaving the source."""
+    path 0 (StarTCP's two-path experiment). At every switch both paths are down for `interruption_ms`
+    (a handover's interruption; StarTCP's experiment has 100 ms): packets on or entering them are lost.
+    Each path's delay is split over its two links; its loss applies to the link leaving the source."""
 
     kind: Literal["two-path"]
     paths: list[PathSpec] = Field(min_length=2, max_length=2)
     switch_every_s: float = Field(gt=0)
+    interruption_ms: float = Field(default=0.0, ge=0)
     queue_bytes: int | None = Field(default=None, gt=0)
     queue_packets: int | None = Field(default=None, gt=0)
 
@@ -263,7 +265,12 @@ class Flow(_Model):
     kind: Literal["tcp", "cbr", "web", "webrtc"]
     src: int | str
     dst: int | str
-    cc: Literal["newreno", "reno", "cubic", "bbr", "satcp"] = "cubic"
+    cc: Literal["newreno", "reno", "cubic", "bbr", "satcp", "startcp"] = "cubic"
+    stack: Literal["kernel", "leoguard"] | None = None
+    """(tcp, emulator only) Which TCP the emulated hosts run: "kernel" (Linux's, through iperf3) or
+    "leoguard" (leoguard's own TCP, the simulator's code, over UDP: `leoguard-transport`, see
+    docs/transport.md). Default: the kernel's when it has `cc` (cubic, bbr, reno/newreno), else
+    leoguard's (satcp). The simulator always runs leoguard's TCP and ignores this field."""
     bytes: int | None = Field(default=None, gt=0)
     rate_mbps: float | None = Field(default=None, gt=0, le=100_000)
     size: int = Field(default=1200, ge=28, le=65535)
@@ -296,6 +303,8 @@ class Flow(_Model):
             raise ValueError("a cbr flow needs rate_mbps")
         if self.kind == "tcp" and self.rate_mbps is not None and self.bytes is not None:
             raise ValueError("a tcp flow takes rate_mbps (a stream) or bytes (a transfer), not both")
+        if self.stack is not None and self.kind != "tcp":
+            raise ValueError(f'stack = "{self.stack}" is for tcp flows only (this one is {self.kind})')
         if self.kind == "web":
             pages = self.page_list()
             if not pages:
@@ -358,6 +367,7 @@ class Scenario(_Model):
     liquid: Liquid | None = None
     capture: Capture | None = None
     tcp: Tcp | None = None
+    startcp: Startcp | None = None
     emu: Emu = Emu()
 
     @model_validator(mode="after")
@@ -384,6 +394,11 @@ class Scenario(_Model):
             raise ValueError(f"events and routes are not allowed on a {t.kind} topology (the orbits drive the links)")
         if isinstance(t, TwoPath) and self.routes:
             raise ValueError("routes are not allowed on a two-path topology (it switches paths itself)")
+        if isinstance(t, TwoPath) and t.interruption_ms >= t.switch_every_s * 1e3:
+            raise ValueError(
+                f"topology.interruption_ms = {t.interruption_ms} must be shorter than switch_every_s "
+                f"({t.switch_every_s} s)"
+            )
         names = self.node_names()
         for i, f in enumerate(self.flows):
             ends = [self._node_index(getattr(f, end), names, f"flows[{i}].{end}") for end in ("src", "dst")]
@@ -495,6 +510,21 @@ class Scenario(_Model):
             for i in range(t.hops)
         ]
 
+    def resolved_events(self) -> list[Event]:
+        """Scheduled link state changes (a two-path topology's interruptions at its switches added)."""
+        t = self.topology
+        if not isinstance(t, TwoPath) or t.interruption_ms == 0:
+            return list(self.events)
+        out = list(self.events)
+        k = 1
+        while k * t.switch_every_s < self.duration_s:
+            at = k * t.switch_every_s
+            for link in range(4):
+                out.append(Event(t_s=at, link=link, up=False))
+                out.append(Event(t_s=at + t.interruption_ms / 1e3, link=link, up=True))
+            k += 1
+        return sorted(out, key=lambda e: e.t_s)
+
     def resolved_routes(self) -> list[RouteChange]:
         """Scheduled route changes (a two-path topology's switching expanded)."""
         t = self.topology
@@ -520,6 +550,7 @@ class Scenario(_Model):
             else:
                 for k in ("http", "corpus_seed", "pages", "think_s"):
                     d.pop(k, None)
+            d.pop("stack", None)  # the emulator's choice; the simulator always runs leoguard's TCP
             d["src"] = self._node_index(f.src, names, f"flows[{i}].src")
             d["dst"] = self._node_index(f.dst, names, f"flows[{i}].dst")
             if f.rate_mbps is not None:
@@ -547,6 +578,7 @@ class Scenario(_Model):
             "tambur": self.tambur.model_dump(exclude_none=True) if self.tambur is not None else None,
             "liquid": self.liquid.model_dump(exclude_none=True) if self.liquid is not None else None,
             "tcp": self.tcp.model_dump(exclude_none=True) if self.tcp is not None else None,
+            "startcp": self.startcp.core() if self.startcp is not None else None,
         }
 
     def _leo_core(self, loss: Any) -> dict[str, Any]:
@@ -668,7 +700,7 @@ class Scenario(_Model):
             **self._base_core(),
             "nodes": self.node_count(),
             "links": links,
-            "events": [e.model_dump() for e in self.events],
+            "events": [e.model_dump() for e in self.resolved_events()],
             "routes": [r.model_dump() for r in self.resolved_routes()],
             "node_names": self.node_names(),
             "capture": self._capture_for(self.node_names()),

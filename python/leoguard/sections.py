@@ -5,9 +5,12 @@ them; the split keeps each file to one responsibility."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from leoguard.errors import LeoguardError
 
 
 class _Model(BaseModel):
@@ -62,8 +65,8 @@ class Tcp(_Model):
     """The simulator's TCP loss recovery (docs/tcp.md) for bulk and fixed-size flows: `recovery` picks
     the base, "linux" (RACK-TLP with the adaptive reordering window, DSACK, undo, F-RTO, PRR, growth only
     while cwnd-limited: kernel 5.x/6.x defaults) or "legacy" (the earlier model: DupThresh, no probes,
-    no undo); each mechanism can then be switched on or off by name. The emulator's hosts run the
-    kernel's own TCP and ignore this section."""
+    no undo); each mechanism can then be switched on or off by name. On the emulator, flows on the
+    kernel's TCP ignore this section; flows on leoguard's own (`stack = "leoguard"`) take it."""
 
     recovery: Literal["linux", "legacy"] = "linux"
     rack: bool | None = None
@@ -172,3 +175,80 @@ class Emu(_Model):
     tail_s: float = Field(default=1.0, ge=0.2, le=60)
     """Senders stop this long (plus 4 round trips) before the end, so their last bytes and final reports
     cross the network while it still runs."""
+
+
+#: The learnt StarTCP lead policy shipped with leoguard (`leoguard train startcp` reproduces it).
+STARTCP_WEIGHTS = Path(__file__).resolve().parent / "data" / "startcp_policy.json"
+
+
+class Startcp(_Model):
+    """StarTCP (docs/startcp.md) on the TCP flows whose `cc` is "startcp": the receiver's Handover
+    Manager detects interruptions (gaps > expected inter-arrival + `gap_threshold_ms`), finds the
+    handover phase modulo `period_s` by kernel density (`kde_bandwidth_ms`, `min_events`), and tells
+    the sender, which stops sending `lead` before each predicted handover, probes every
+    `probe_interval_ms` and resumes on the receiver's recovery notice (or `resume_timeout_ms` after the
+    predicted handover). `base_cc` is the controller underneath (BBR, as in the paper). The lead comes
+    from `policy`: "heuristic" (drain time of the bytes in flight plus `lead_rttvar_gain` RTT deviations
+    and `lead_margin_ms`), "fixed" (`lead_ms`), "scripted" (`leads_ms`, one per handover: the training
+    environment's actions) or "learnt" (the actor in `weights`, default the shipped policy)."""
+
+    base_cc: Literal["newreno", "reno", "cubic", "bbr", "satcp"] = "bbr"
+    period_s: float = Field(default=15.0, gt=0, le=3600)
+    gap_threshold_ms: float = Field(default=11.0, gt=0)
+    kde_bandwidth_ms: float = Field(default=30.0, gt=0)
+    min_events: int = Field(default=2, ge=1, le=1000)
+    max_events: int = Field(default=32, ge=1, le=10_000)
+    probe_interval_ms: float = Field(default=1.0, gt=0)
+    resume_timeout_ms: float = Field(default=300.0, gt=0)
+    max_lead_ms: float = Field(default=1000.0, ge=0)
+    lead_rttvar_gain: float = Field(default=1.0, ge=0)
+    lead_margin_ms: float = Field(default=0.0, ge=0)
+    state_interval_ms: float = Field(default=100.0, gt=0)
+    state_intervals: int = Field(default=10, ge=1, le=1000)
+    policy: Literal["heuristic", "fixed", "scripted", "learnt"] = "heuristic"
+    lead_ms: float | None = Field(default=None, ge=0)
+    leads_ms: list[float] | None = None
+    weights: Path | None = None
+
+    @model_validator(mode="after")
+    def _policy(self) -> Startcp:
+        if self.policy == "fixed" and self.lead_ms is None:
+            raise ValueError('startcp.policy = "fixed" needs lead_ms')
+        if self.policy == "scripted" and not self.leads_ms:
+            raise ValueError('startcp.policy = "scripted" needs leads_ms (one lead per handover)')
+        if self.leads_ms is not None and any(not (0 <= x < 1e7) for x in self.leads_ms):
+            raise ValueError(f"startcp.leads_ms = {self.leads_ms}: every lead must be >= 0 ms")
+        if self.weights is not None and self.policy != "learnt":
+            raise ValueError('startcp.weights is only read with policy = "learnt"')
+        return self
+
+    def core(self) -> dict:
+        """The Rust core's `startcp` dict (seconds and counts)."""
+        ms = 1e-3
+        config = {
+            "period": self.period_s,
+            "gap_threshold": self.gap_threshold_ms * ms,
+            "kde_bandwidth": self.kde_bandwidth_ms * ms,
+            "min_events": self.min_events,
+            "max_events": self.max_events,
+            "probe_interval": self.probe_interval_ms * ms,
+            "resume_timeout": self.resume_timeout_ms * ms,
+            "max_lead": self.max_lead_ms * ms,
+            "lead_rttvar_gain": self.lead_rttvar_gain,
+            "lead_margin": self.lead_margin_ms * ms,
+            "state_interval": self.state_interval_ms * ms,
+            "state_intervals": self.state_intervals,
+        }
+        out: dict = {"config": config, "base_cc": self.base_cc, "policy": self.policy}
+        if self.policy == "fixed":
+            out["lead_s"] = (self.lead_ms or 0.0) * ms
+        elif self.policy == "scripted":
+            out["leads_s"] = [x * ms for x in self.leads_ms or []]
+        elif self.policy == "learnt":
+            path = self.weights or STARTCP_WEIGHTS
+            try:
+                out["weights_json"] = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                raise LeoguardError(f"startcp.weights = {path}: cannot read it ({e})") from None
+            out["weights_name"] = str(path)
+        return out

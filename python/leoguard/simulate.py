@@ -97,6 +97,12 @@ class Results:
     """Per WebRTC frame: flow, frame, key, size, capture/complete/render times (ns; null if never)."""
     webrtc_fps: pl.DataFrame = field(default_factory=pl.DataFrame)
     """Frames rendered in each whole second of each WebRTC flow (from its first rendered frame)."""
+    startcp: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """StarTCP senders' stalls, one row per handover stalled for: flow, predicted_ns, stall_start_ns,
+    stall_end_ns (null: still stalled), probes, reason ("notice" / "timeout"), lead_ns and the lead
+    policy's input `state_*` (docs/startcp.md)."""
+    interruptions: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """Interruptions StarTCP receivers detected: flow, start_ns, duration_ns, stalled."""
     tambur: dict[str, int] | None = None
     """Counters of the `[tambur]` slot scheme, when it runs."""
     liquid: dict[str, int] | None = None
@@ -346,7 +352,22 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
         mpep=raw.get("mpep"), web=_web(raw.get("web")), web_objects=_web_objects(raw.get("web_objects")),
     )  # fmt: skip
     _webrtc(res, raw)
+    res.startcp = _startcp_table(raw.get("startcp"))
+    res.interruptions = pl.DataFrame(
+        raw.get("interruptions") or {},
+        schema={"flow": pl.UInt32, "start_ns": pl.UInt64, "duration_ns": pl.UInt64, "stalled": pl.Boolean},
+    )
     return res
+
+
+def _startcp_table(d: dict | None) -> pl.DataFrame:
+    schema: dict[str, Any] = {
+        "flow": pl.UInt32, "predicted_ns": pl.UInt64, "stall_start_ns": pl.UInt64, "stall_end_ns": pl.UInt64,
+        "probes": pl.UInt64, "reason": pl.Utf8, "lead_ns": pl.UInt64,
+    }  # fmt: skip
+    for name in _core.STARTCP_FEATURES:
+        schema[f"state_{name}"] = pl.Float64
+    return pl.DataFrame(d or {}, schema=schema)
 
 
 def _web(raw: dict[str, Any] | None) -> pl.DataFrame:

@@ -23,14 +23,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def binary(name: str) -> Path:
-    """Path of `leoguard-tunnel` / `leoguard-relay`: the venv's bin, then target/release, then PATH."""
+    """Path of `leoguard-tunnel` / `leoguard-relay` / `leoguard-transport`: the venv's bin, then
+    target/release, then PATH."""
     for cand in (Path(sys.prefix) / "bin" / name, REPO / "target" / "release" / name):
         if cand.is_file() and os.access(cand, os.X_OK):
             return cand
     found = shutil.which(name)
     if found:
         return Path(found)
-    raise LeoguardError(f"binary {name!r} not found: run `make build` (cargo build --release -p leoguard-tunnel)")
+    package = "leoguard-transport" if name == "leoguard-transport" else "leoguard-tunnel"
+    raise LeoguardError(f"binary {name!r} not found: run `make build` (cargo build --release -p {package})")
 
 
 def _default_run_dir() -> Path:

@@ -227,7 +227,7 @@ def test_the_emulator_rejects_what_the_simulator_rejects_with_the_same_words():
     ("flow", "words"),
     [
         ({"kind": "webrtc", "src": 0, "dst": 3}, "flows[0].kind = webrtc"),
-        ({"kind": "tcp", "src": 0, "dst": 3, "cc": "satcp"}, "flows[0].cc = satcp"),
+        ({"kind": "tcp", "src": 0, "dst": 3, "cc": "satcp", "stack": "kernel"}, "flows[0].cc = satcp"),
     ],
 )
 def test_what_the_kernel_cannot_run_is_named(flow, words):

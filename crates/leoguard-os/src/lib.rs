@@ -1,7 +1,7 @@
 //! leoguard-os: the few Linux calls std does not offer, for leoguard's real-packet programs (the
 //! liquid tunnel and the emulator's data plane): TUN devices, entering network namespaces, ppoll,
-//! epoll, timerfd on CLOCK_MONOTONIC, CPU pinning, timer slack, signal flags. This is the only crate
-//! with `unsafe` code; each block states why it is sound.
+//! epoll, timerfd on CLOCK_MONOTONIC, CPU pinning, timer slack, signal flags, socket readiness and
+//! traffic class. This is the only crate with `unsafe` code; each block states why it is sound.
 #![allow(unsafe_code)]
 
 use std::fs::{File, OpenOptions};
@@ -83,6 +83,52 @@ pub fn poll_readable(fds: &[RawFd], timeout: Option<std::time::Duration>) -> io:
         return Err(e);
     }
     Ok(p.iter().map(|x| x.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0).collect())
+}
+
+/// Wait until `fd` is readable, or writable when `want_write`, or `timeout` passes (None: forever),
+/// with nanosecond timer resolution (ppoll). Returns (readable, writable); an interrupted wait (a
+/// signal) returns (false, false). Errors and hang-ups count as readable, so the next read reports them.
+pub fn poll_socket(fd: RawFd, want_write: bool, timeout: Option<std::time::Duration>) -> io::Result<(bool, bool)> {
+    let events = libc::POLLIN | if want_write { libc::POLLOUT } else { 0 };
+    let mut p = [libc::pollfd { fd, events, revents: 0 }];
+    let ts = timeout.map(|t| libc::timespec {
+        tv_sec: t.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: libc::c_long::from(t.subsec_nanos() as i32),
+    });
+    let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `p` is one valid pollfd and `tsp` is null or points at `ts`, both alive for the call; a
+    // null sigmask leaves the mask unchanged.
+    let rc = unsafe { libc::ppoll(p.as_mut_ptr(), 1, tsp, std::ptr::null()) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok((false, false));
+        }
+        return Err(e);
+    }
+    let r = p[0].revents;
+    Ok((r & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0, r & libc::POLLOUT != 0))
+}
+
+/// Sets the traffic class (IPv6) or TOS byte (IPv4) of what the socket `fd` sends: DSCP EF marks a
+/// delay-sensitive flow (SATGUARD §3.5), as iperf3 -S does.
+pub fn set_traffic_class(fd: RawFd, ipv6: bool, tc: u8) -> io::Result<()> {
+    let v = libc::c_int::from(tc);
+    let (level, opt) = if ipv6 { (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) } else { (libc::IPPROTO_IP, libc::IP_TOS) };
+    // SAFETY: setsockopt reads one c_int from a valid pointer for the duration of the call.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            &v as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Set by SIGUSR1 (print counters).

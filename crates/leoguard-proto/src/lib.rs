@@ -6,5 +6,6 @@ pub mod linkguardian;
 pub mod liquid;
 pub mod pep;
 pub mod satguard;
+pub mod startcp;
 pub mod tambur;
 pub mod tcp;

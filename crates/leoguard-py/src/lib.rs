@@ -619,6 +619,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gmst_rad, m)?)?;
     m.add("PRESETS", leoguard_orbit::walker::PRESETS.to_vec())?;
     m.add("SLOT_CRITERIA", leoguard_orbit::SLOT_CRITERIA.to_vec())?;
+    m.add("STARTCP_FEATURES", leoguard_proto::startcp::FEATURES.to_vec())?;
     sim::register(m)?;
     emu::register(m)?;
     liquid::register(m)?;

@@ -267,6 +267,7 @@ pub(crate) fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
         }
     };
     Ok(Scenario {
+        startcp: startcp(d)?,
         satguard,
         linkguardian,
         mpep,
@@ -287,6 +288,50 @@ pub(crate) fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
         seed: get(d, "seed")?.unwrap_or(1),
         sample_every: secs("sample_every_s", get(d, "sample_every_s")?.unwrap_or(0.1))?,
     })
+}
+
+/// The `startcp` dict the Python front builds from `[startcp]`: `config` (StartcpConfig fields in
+/// seconds and counts), `base_cc`, `policy` and its parameter (`lead_s`, `leads_s` or `weights_json`).
+fn startcp(d: &Bound<'_, PyDict>) -> PyResult<leoguard_sim::scenario::StartcpSpec> {
+    use leoguard_sim::scenario::{StartcpPolicy, StartcpSpec};
+    let mut spec = StartcpSpec::default();
+    let Some(g) = get::<Bound<'_, PyDict>>(d, "startcp")? else { return Ok(spec) };
+    let err = |e: &dyn ToString| LeoguardError::new_err(e.to_string());
+    if let Some(c) = get::<Bound<'_, PyDict>>(&g, "config")? {
+        for (k, v) in c.iter() {
+            let k: String = k.extract()?;
+            let v: f64 = v.extract()?;
+            spec.config.set(&k, v).map_err(|e| err(&e))?;
+        }
+    }
+    if let Some(b) = get::<String>(&g, "base_cc")? {
+        spec.config.set_base_cc(&b).map_err(|e| err(&e))?;
+    }
+    spec.config.validate().map_err(|e| err(&e))?;
+    spec.policy = match get::<String>(&g, "policy")?.as_deref() {
+        None | Some("heuristic") => StartcpPolicy::Heuristic,
+        Some("fixed") => StartcpPolicy::Fixed(secs("startcp.lead_ms", need::<f64>(&g, "lead_s")?)?),
+        Some("scripted") => {
+            let leads: Vec<f64> = need(&g, "leads_s")?;
+            if leads.is_empty() {
+                return Err(LeoguardError::new_err("startcp.leads_ms: give at least one lead"));
+            }
+            StartcpPolicy::Scripted(leads.iter().map(|&x| secs("startcp.leads_ms", x)).collect::<PyResult<_>>()?)
+        }
+        Some("learnt") => {
+            let text: String = need(&g, "weights_json")?;
+            let name: String = get(&g, "weights_name")?.unwrap_or_else(|| "weights".into());
+            let m = leoguard_proto::startcp::MlpPolicy::from_json(&text)
+                .map_err(|e| LeoguardError::new_err(format!("startcp.weights ({name}): {e}")))?;
+            StartcpPolicy::Learnt(Arc::new(m))
+        }
+        Some(other) => {
+            return Err(LeoguardError::new_err(format!(
+                "startcp.policy = {other:?}: must be heuristic, fixed, scripted or learnt"
+            )))
+        }
+    };
+    Ok(spec)
 }
 
 fn leo_path(d: &Bound<'_, PyDict>) -> PyResult<LeoPath> {
@@ -510,6 +555,26 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     app.set_item("sent_ns", PyArray1::from_vec(py, ar.iter().map(|x| x.sent_ns).collect::<Vec<_>>()))?;
     app.set_item("delivered_ns", ar.iter().map(|x| x.delivered_ns).collect::<Vec<_>>())?;
     out.set_item("app_delay", app)?;
+    let st = PyDict::new(py);
+    let sr = &r.startcp;
+    st.set_item("flow", sr.iter().map(|x| x.flow).collect::<Vec<_>>())?;
+    st.set_item("predicted_ns", sr.iter().map(|x| x.predicted_ns).collect::<Vec<_>>())?;
+    st.set_item("stall_start_ns", sr.iter().map(|x| x.stall_start_ns).collect::<Vec<_>>())?;
+    st.set_item("stall_end_ns", sr.iter().map(|x| x.stall_end_ns).collect::<Vec<_>>())?;
+    st.set_item("probes", sr.iter().map(|x| x.probes).collect::<Vec<_>>())?;
+    st.set_item("reason", sr.iter().map(|x| x.reason).collect::<Vec<_>>())?;
+    st.set_item("lead_ns", sr.iter().map(|x| x.lead_ns).collect::<Vec<_>>())?;
+    for (k, name) in leoguard_proto::startcp::FEATURES.iter().enumerate() {
+        st.set_item(format!("state_{name}"), sr.iter().map(|x| x.state[k]).collect::<Vec<_>>())?;
+    }
+    out.set_item("startcp", st)?;
+    let it = PyDict::new(py);
+    let ir = &r.interruptions;
+    it.set_item("flow", ir.iter().map(|x| x.flow).collect::<Vec<_>>())?;
+    it.set_item("start_ns", ir.iter().map(|x| x.start_ns).collect::<Vec<_>>())?;
+    it.set_item("duration_ns", ir.iter().map(|x| x.duration_ns).collect::<Vec<_>>())?;
+    it.set_item("stalled", ir.iter().map(|x| x.stalled).collect::<Vec<_>>())?;
+    out.set_item("interruptions", it)?;
     let links = PyDict::new(py);
     let lr = &r.links;
     links.set_item("from_node", lr.iter().map(|x| x.from).collect::<Vec<_>>())?;

@@ -295,7 +295,7 @@ fn assemble(
 /// an ACK's window in its `seq`), with the ACK flag.
 fn emit_tcp(seg: &mut [u8], r: &CaptureRecord, u: Upper, src: &Ipv6Addr, dst: &Ipv6Addr) {
     let (seq, ack, flags, window) = if u.ack {
-        (0u32, r.ack as u32, TCP_FLAG_ACK, r.seq.min(u64::from(u16::MAX)) as u16)
+        (0u32, r.ack as u32, TCP_FLAG_ACK, (r.seq & u64::from(u32::MAX)).min(u64::from(u16::MAX)) as u16)
     } else {
         (r.seq as u32, 0u32, 0u8, u16::MAX)
     };

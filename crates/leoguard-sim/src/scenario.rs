@@ -14,7 +14,10 @@ use leoguard_proto::tcp::{TcpConfig, TcpReceiver, TcpSender};
 
 mod results;
 use results::{agent, collect};
-pub use results::{AppDelayRow, DropRow, FlowResult, LinkRow, LinkSeriesRow, PacketRow, RunResult, SeriesRow};
+pub use results::{
+    AppDelayRow, DropRow, FlowResult, InterruptionRow, LinkRow, LinkSeriesRow, PacketRow, RunResult, SeriesRow,
+    StartcpRow,
+};
 
 pub use leoguard_net::topo::{LinkEvent, LinkSpec, RouteEvent};
 
@@ -113,6 +116,47 @@ pub struct Scenario {
     pub liquid: Option<crate::schemes::liquid::LiquidOptions>,
     /// A packet capture at some nodes (the result's `capture` is then a pcap file).
     pub capture: Option<crate::capture::CaptureSpec>,
+    /// StarTCP's configuration and lead policy for the TCP flows whose `cc` is `startcp`.
+    pub startcp: StartcpSpec,
+}
+
+/// StarTCP on the scenario's `startcp` flows (docs/startcp.md): its configuration (the base
+/// controller is `config.base_cc`) and how it chooses the stall's lead time.
+#[derive(Clone, Debug, Default)]
+pub struct StartcpSpec {
+    /// Handover Manager and Sending Controller parameters.
+    pub config: leoguard_proto::startcp::StartcpConfig,
+    /// The lead policy.
+    pub policy: StartcpPolicy,
+}
+
+/// How a StarTCP sender chooses its lead.
+#[derive(Clone, Debug, Default)]
+pub enum StartcpPolicy {
+    /// Drain time of the bytes in flight plus margins.
+    #[default]
+    Heuristic,
+    /// One lead for every handover.
+    Fixed(Duration),
+    /// Leads given in advance, one per handover (the training environment's actions).
+    Scripted(Vec<Duration>),
+    /// The learnt actor (a weights file, already loaded).
+    Learnt(std::sync::Arc<leoguard_proto::startcp::MlpPolicy>),
+}
+
+impl StartcpPolicy {
+    fn build(&self, cfg: &leoguard_proto::startcp::StartcpConfig) -> Box<dyn leoguard_proto::startcp::LeadPolicy> {
+        use leoguard_proto::startcp::{FixedLead, HeuristicLead, ScriptedLeads};
+        match self {
+            StartcpPolicy::Heuristic => Box::new(HeuristicLead::new(cfg)),
+            StartcpPolicy::Fixed(d) => Box::new(FixedLead(*d)),
+            StartcpPolicy::Scripted(v) => match ScriptedLeads::new(v.clone()) {
+                Some(p) => Box::new(p),
+                None => Box::new(HeuristicLead::new(cfg)),
+            },
+            StartcpPolicy::Learnt(m) => Box::new((**m).clone()),
+        }
+    }
 }
 
 /// A scenario that cannot run; the message names the field (the same error type as a topology's, so
@@ -343,10 +387,25 @@ impl Running {
             }
             let (src, dst): (Box<dyn crate::sim::Agent>, Box<dyn crate::sim::Agent>) = match &f.kind {
                 FlowKind::Tcp { cc: name, bytes, rate } => {
-                    let c = cc::build(name, u64::from(cfg.mss), cfg.init_cwnd_segments)
-                        .map_err(|_| invalid(format!("flows[{i}].cc"), name, "unknown congestion control"))?;
+                    let star = (name == "startcp").then_some(&s.startcp);
+                    let bad_star = |e: &dyn ToString| invalid("startcp".into(), name, &e.to_string());
+                    let c = match star {
+                        Some(st) => {
+                            leoguard_proto::startcp::build_cc(&st.config, u64::from(cfg.mss), cfg.init_cwnd_segments)
+                                .map_err(|e| bad_star(&e))?
+                        }
+                        None => cc::build(name, u64::from(cfg.mss), cfg.init_cwnd_segments)
+                            .map_err(|_| invalid(format!("flows[{i}].cc"), name, "unknown congestion control"))?,
+                    };
                     let limit = if rate.is_some() { Some(0) } else { *bytes };
-                    let mut src = TcpSource::new(flow, NodeId(f.dst), TcpSender::new(cfg, c, limit), s.sample_every);
+                    let tx = match star {
+                        Some(st) => {
+                            TcpSender::with_startcp_policy(cfg, c, limit, st.config, st.policy.build(&st.config))
+                                .map_err(|e| bad_star(&e))?
+                        }
+                        None => TcpSender::new(cfg, c, limit),
+                    };
+                    let mut src = TcpSource::new(flow, NodeId(f.dst), tx, s.sample_every);
                     if let Some(r) = rate {
                         let every =
                             r.transmission_time(leoguard_core::Bytes(u64::from(cfg.mss))).unwrap_or(Duration::ZERO);
@@ -360,7 +419,11 @@ impl Running {
                         let mut rng = leoguard_core::stream(s.seed, &format!("satcp-reports/{i}"));
                         src.handover_reports = handover_reports(info, &ends, &mut rng);
                     }
-                    let mut sink = TcpSink::new(flow, NodeId(f.src), TcpReceiver::new(cfg), true);
+                    let rx = match star {
+                        Some(st) => TcpReceiver::with_startcp(cfg, st.config).map_err(|e| bad_star(&e))?,
+                        None => TcpReceiver::new(cfg),
+                    };
+                    let mut sink = TcpSink::new(flow, NodeId(f.src), rx, true);
                     sink.tc = f.tc;
                     sink.track_delivery = s.app_delay_every > 0;
                     if let (Some(m), Some(c), Some(info)) = (&s.mpep, &s.constellation, &topo_info) {

@@ -13,6 +13,29 @@ pub const FLAG_DATA: u16 = 1;
 pub const FLAG_ACK: u16 = 2;
 /// Packet flag: the data is a retransmission.
 pub const FLAG_RETX: u16 = 4;
+/// Packet flag (clear of the web and M-PEP flags 8-32): a StarTCP probe (no data; the StarTCP option with its probe flag).
+pub const FLAG_PROBE: u16 = 64;
+/// Packet flag: an ACK carrying StarTCP's recovery notice.
+pub const FLAG_RECOVERED: u16 = 128;
+
+/// TCP header bytes of a StarTCP option without a prediction (5, padded to 8) and with one (9 ->
+/// 12); see leoguard-wire's `StartcpOption`.
+const STARTCP_BARE: u32 = 8;
+const STARTCP_PREDICTION: u32 = 12;
+
+/// An ACK packet's `seq` carries the advertised window in its low 32 bits and StarTCP's predicted
+/// next handover in its high 32 (microseconds from the ACK's sending, plus one; zero: none), as the
+/// option on the wire carries them.
+fn ack_seq(a: &Ack) -> u64 {
+    let pred = a.startcp.next_handover_us().map_or(0, |us| u64::from(us) + 1);
+    a.rwnd.min(u64::from(u32::MAX)) | (pred.min(u64::from(u32::MAX)) << 32)
+}
+
+/// The StarTCP signal an ACK packet carries (see [`ack_seq`]).
+fn ack_signal(p: &Packet) -> leoguard_proto::startcp::Signal {
+    let pred = (p.seq >> 32) as u32;
+    leoguard_proto::startcp::Signal::from_wire(pred.checked_sub(1), p.flags & FLAG_RECOVERED != 0)
+}
 
 // (Bits 59-62 of an agent wrapping a source are the M-PEP source's own tokens: keep clear of them.)
 const TOKEN_APP: u64 = 1 << 58;
@@ -112,6 +135,19 @@ impl TcpSource {
         }
         let now = ctx.now();
         while let Some(seg) = self.tcp.poll_transmit(now) {
+            if seg.probe {
+                ctx.send(Packet {
+                    flow: self.flow,
+                    seq: seg.seq,
+                    size: self.header + STARTCP_BARE,
+                    dst: self.dst.0,
+                    sent_at: now,
+                    flags: FLAG_PROBE,
+                    net: crate::engine::NetFields { tc: self.tc, ..Default::default() },
+                    ..Default::default()
+                });
+                continue;
+            }
             let flags = FLAG_DATA | if seg.retransmission { FLAG_RETX } else { 0 };
             if !seg.retransmission && self.delay_every > 0 && self.app_rate.is_none() {
                 if self.originals % self.delay_every == 0 {
@@ -182,7 +218,14 @@ impl Agent for TcpSource {
         if p.flags & FLAG_ACK == 0 || p.flow != self.flow {
             return;
         }
-        let ack = Ack { cum: p.ack, sack: p.sack, n_sack: p.n_sack, rwnd: p.seq, ts_ecr: p.ts_ecr };
+        let ack = Ack {
+            cum: p.ack,
+            sack: p.sack,
+            n_sack: p.n_sack,
+            rwnd: p.seq & u64::from(u32::MAX),
+            ts_ecr: p.ts_ecr,
+            startcp: ack_signal(p),
+        };
         self.tcp.on_ack(ctx.now(), &ack);
         self.pump(ctx);
     }
@@ -284,18 +327,25 @@ impl TcpSink {
     }
 
     fn send_ack(&self, a: &Ack, ctx: &mut Ctx) {
-        // The ACK's `seq` field carries the advertised window.
+        // The ACK's `seq` field carries the advertised window and StarTCP's prediction (`ack_seq`).
+        let option = if a.startcp.next_handover.is_some() {
+            STARTCP_PREDICTION
+        } else if a.startcp.recovered {
+            STARTCP_BARE
+        } else {
+            0
+        };
         ctx.send(Packet {
             flow: self.flow,
-            seq: a.rwnd,
+            seq: ack_seq(a),
             ack: a.cum,
             sack: a.sack,
             n_sack: a.n_sack,
             ts_ecr: a.ts_ecr,
-            size: 52,
+            size: 52 + option,
             dst: self.peer.0,
             sent_at: ctx.now(),
-            flags: FLAG_ACK,
+            flags: FLAG_ACK | if a.startcp.recovered { FLAG_RECOVERED } else { 0 },
             net: crate::engine::NetFields { tc: self.tc, ..Default::default() },
             ..Default::default()
         });
@@ -321,7 +371,17 @@ impl Agent for TcpSink {
     fn start(&mut self, _ctx: &mut Ctx) {}
 
     fn on_packet(&mut self, p: &Packet, ctx: &mut Ctx) {
-        if p.flags & FLAG_DATA == 0 || p.flow != self.flow {
+        if p.flow != self.flow {
+            return;
+        }
+        if p.flags & FLAG_PROBE != 0 {
+            if let Some(a) = self.tcp.on_probe(ctx.now()) {
+                self.send_ack(&a, ctx);
+            }
+            self.arm(ctx);
+            return;
+        }
+        if p.flags & FLAG_DATA == 0 {
             return;
         }
         if self.record {

@@ -66,6 +66,14 @@ pub enum WireError {
         /// The version nibble found.
         version: u8,
     },
+    /// A leoguard format's version byte names a version this code does not speak.
+    #[error("{format} version {version} is not supported")]
+    UnsupportedVersion {
+        /// Which format.
+        format: &'static str,
+        /// The version byte found.
+        version: u8,
+    },
     /// The Hop-by-Hop header's Hdr Ext Len runs past the end of the buffer (RFC 8200 §4.3).
     #[error("Hop-by-Hop header of {header_len} bytes runs past the {available} bytes available")]
     HeaderOverrun {
@@ -136,6 +144,17 @@ pub enum WireError {
     /// A UDP checksum that does not verify (or is zero, which RFC 8200 §8.1 forbids over IPv6).
     #[error("bad UDP checksum")]
     BadChecksum,
+    /// A TCP option whose length field does not fit its kind (the StarTCP option: 5, or 9 when its
+    /// flags announce a prediction; any option: at least 2).
+    #[error("TCP option kind {kind} with length {len}, expected {expected}")]
+    TcpOptionLength {
+        /// The option kind.
+        kind: u8,
+        /// The length field found.
+        len: u8,
+        /// The length the kind (and flags) call for.
+        expected: u8,
+    },
 }
 
 impl WireError {
@@ -145,6 +164,7 @@ impl WireError {
             WireError::Truncated { .. } => "truncated",
             WireError::BufferTooSmall { .. } => "buffer_too_small",
             WireError::BadVersion { .. } => "bad_version",
+            WireError::UnsupportedVersion { .. } => "unsupported_version",
             WireError::HeaderOverrun { .. } => "header_overrun",
             WireError::OptionOverrun { .. } => "option_overrun",
             WireError::UnknownOption { .. } => "unknown_option",
@@ -155,6 +175,7 @@ impl WireError {
             WireError::InvalidField { .. } => "invalid_field",
             WireError::Inconsistent { .. } => "inconsistent",
             WireError::BadChecksum => "bad_checksum",
+            WireError::TcpOptionLength { .. } => "tcp_option_length",
         }
     }
 }

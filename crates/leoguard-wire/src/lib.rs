@@ -1,7 +1,9 @@
 //! leoguard-wire: packet formats (parse/emit with byte-exact test vectors, fuzzed parsers).
 //!
 //! SATGUARD carries HSeq, HAck and FSeq, 16 bits each, in IPv6 Hop-by-Hop options (SATGUARD §3.6);
-//! LinkGuardian's sequence numbers and ACKs travel the same way. Every format is a validated `Repr`
+//! LinkGuardian's sequence numbers and ACKs travel the same way; StarTCP's signals ride in leoguard's
+//! own TCP packets as an experimental TCP option ([`startcp`]). leoguard's own TCP travels over UDP in
+//! the `transport` format (`leoguard-transport`). Every format is a validated `Repr`
 //! with `parse(&[u8]) -> Result<_, WireError>` and `emit(&self, &mut [u8]) -> Result<usize, _>`;
 //! parsers never panic on any input (STYLE.md rules 6-7). Byte layouts: docs/wire.md.
 
@@ -11,6 +13,8 @@ pub mod ipv6;
 pub mod options;
 pub mod packet;
 pub mod pcap;
+pub mod startcp;
+pub mod transport;
 pub mod udp;
 
 pub use error::{OptionAction, WireError};
@@ -24,4 +28,6 @@ pub use options::{
 };
 pub use packet::{Ipv6Packet, HACK_HOP_LIMIT};
 pub use pcap::PcapWriter;
+pub use startcp::{StartcpOption, STARTCP_EXID};
+pub use transport::{AckRepr, DataSegment, TlvOption, TlvOptions, TransportMessage, TransportPacket};
 pub use udp::UdpPacket;

@@ -3,14 +3,16 @@
 The orchestrator validates the scenario with the simulator's rules, refuses what cannot run in real
 time, makes a network namespace per flow end (hosts.py), starts the data plane
 (`python -m leoguard.emu.dataplane`, pinned to one CPU), configures the hosts' TUN devices, starts
-the real software of each flow at its start time (iperf3 for tcp, the UDP probe for cbr, ping for RTT
-probes), and turns what the tools and the data plane measured into the simulator's result tables."""
+the real software of each flow at its start time (iperf3 for tcp on the kernel's TCP, leoguard-transport
+for tcp on leoguard's own (transport.py), the UDP probe for cbr, ping for RTT probes), and turns what the
+tools and the data plane measured into the simulator's result tables."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -22,13 +24,12 @@ from typing import Any
 import polars as pl
 
 from leoguard import _core
+from leoguard.emu import transport
 from leoguard.emu.hosts import Lab, cleanup, softnet_drops, v6_addr
+from leoguard.emu.transport import KERNEL_CC, flow_stack
 from leoguard.errors import LeoguardError
 from leoguard.scenario import Scenario, load_scenario
 from leoguard.simulate import flow_summary, web_summary
-
-KERNEL_CC = {"cubic": "cubic", "bbr": "bbr", "reno": "reno", "newreno": "reno"}
-"""Scenario congestion controls the kernel has (Linux's reno is NewReno with SACK)."""
 
 BASE_PORT = 5201
 TC_EF = 0xB8
@@ -71,6 +72,7 @@ def _tunnel_fec(scenario: Scenario) -> dict[str, Any]:
 def check(scenario: Scenario, spec: dict[str, Any]) -> list[list[tuple[int, int, int, int]]]:
     """Everything the simulator rejects, and what the emulator cannot do, as field-named errors;
     returns each flow's path at t = 0 as (from, to, rate_bps, delay_ns) links."""
+    tunnelled = liquid_flows(scenario)
     for i, f in enumerate(scenario.flows):
         if f.kind == "webrtc":
             raise LeoguardError(
@@ -79,10 +81,8 @@ def check(scenario: Scenario, spec: dict[str, Any]) -> list[list[tuple[int, int,
             )
         if f.kind == "web" and f.http != "2":
             raise LeoguardError(f"invalid flows[{i}].http = {f.http}: the emulator's web server speaks HTTP/2 only")
-        if f.kind == "tcp" and f.cc not in KERNEL_CC:
-            raise LeoguardError(
-                f"invalid flows[{i}].cc = {f.cc}: the kernel has cubic, bbr and reno (newreno maps to reno)"
-            )
+        if f.kind == "tcp":
+            transport.check_flow(scenario, i, f, tunnelled)
     for name in ("mpep", "tambur"):
         if getattr(scenario, name) is not None:
             raise LeoguardError(f"invalid [{name}]: not available on the emulator yet (docs/emulator.md, status)")
@@ -141,6 +141,11 @@ class EmuResults:
     web: pl.DataFrame = field(default_factory=pl.DataFrame)
     """Page loads of web flows in real Chromium: flow, page, plt_s, speed_index_s, requests, bytes,
     protocol, error (docs/emu-web.md)."""
+    series: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """Per tcp flow and interval, the simulator's `series` columns (flow, t_ns in model time, cwnd_bytes,
+    in_flight_bytes, srtt_ns, acked_bytes, retransmissions, goodput_bps): from leoguard-transport's
+    telemetry on the leoguard stack (every `sample_every_s`), from iperf3's 1 s intervals on the kernel's
+    (bytes written stand for acked_bytes; in flight unknown)."""
 
     def summary(self) -> dict[str, Any]:
         """The object `leoguard run --json` prints, plus `emulator`."""
@@ -178,7 +183,7 @@ class EmuResults:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         out = {}
-        for name in ("flows", "links", "pings", "packets", "web"):
+        for name in ("flows", "links", "pings", "packets", "web", "series"):
             p = d / f"{name}.parquet"
             getattr(self, name).write_parquet(p)
             out[name] = p
@@ -208,6 +213,7 @@ class _Proc:
     """A tool running in a host, its output captured to a file, kept off the data plane's CPU."""
 
     cpus: set[int] | None = None
+    transport_exe: str = "leoguard-transport"
 
     def __init__(self, lab: Lab, host: int, args: list[str], work: Path, tag: str, realtime: bool = False):
         self.out = work / f"{tag}.out"
@@ -231,6 +237,12 @@ class _Proc:
         cls._pin()
         with contextlib.suppress(OSError):
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+
+    def stop(self) -> None:
+        """Asks the tool to exit (SIGTERM) if it still runs."""
+        if self.p.poll() is None:
+            with contextlib.suppress(OSError):
+                self.p.send_signal(signal.SIGTERM)
 
     def finish(self, timeout: float) -> tuple[int | None, str, str]:
         try:
@@ -294,8 +306,13 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
     spec = scenario.to_core(base_dir)
     paths = check(scenario, spec)
     _need("ip", "iproute2")
-    if any(f.kind == "tcp" for f in scenario.flows):
+    if any(f.kind == "tcp" and flow_stack(f) == "kernel" for f in scenario.flows):
         _need("iperf3", "iperf3")
+    own_tcp = transport.leoguard_flows(scenario)
+    if own_tcp:
+        from leoguard.tunnel import binary
+
+        _Proc.transport_exe = str(binary("leoguard-transport"))
     if scenario.emu.ping_interval_ms is not None:
         _need("ping", "iputils-ping")
     cleanup()
@@ -348,7 +365,7 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
                     "id": i,
                     "src": fc["src"],
                     "dst": fc["dst"],
-                    "proto": 17 if f.kind != "tcp" or i in tunnelled else 6,
+                    "proto": 17 if f.kind != "tcp" or i in tunnelled or i in own_tcp else 6,
                     "port": TUNNEL_PORT if i in tunnelled else BASE_PORT + i,
                 }
                 for i, (f, fc) in enumerate(zip(scenario.flows, flows, strict=True))
@@ -404,6 +421,12 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
         dp.stdin.write("done\n")
         dp.stdin.flush()
         remaining = max(0.0, (end - time.monotonic_ns()) / 1e9)
+        # The emulated network has stopped: leoguard-transport ends still running (a sender that had not
+        # finished, a receiver lingering for repeated FINs) report what they have and exit.
+        for i in own_tcp:
+            for tag, p in procs:
+                if tag in (f"server{i}", f"client{i}") and isinstance(p, _Proc):
+                    p.stop()
         outputs: dict[str, Any] = {tag: p.finish(remaining + 2.0) for tag, p in procs}
         if tunnelled:
             emu["liquid"] = _stop_tunnels(lab, wdir, inner)
@@ -411,6 +434,9 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
             if f.kind == "cbr":
                 probe = wdir / f"probe{i}.json"
                 outputs[f"probe{i}"] = json.loads(probe.read_text())["records"] if probe.exists() else []
+            if i in own_tcp:
+                rep = wdir / f"transport{i}.json"
+                outputs[f"transport{i}"] = rep.read_text() if rep.exists() else None
         dp.wait(timeout=10)
     finally:
         if dp is not None and dp.poll() is None:
@@ -530,7 +556,12 @@ def _start_servers(
             stack.enter_context(WebServer(lab.hosts[dst].netns, site, [v6_addr(dst)]))
             sites[i] = site
             continue
-        if f.kind == "tcp":
+        if f.kind == "tcp" and flow_stack(f) == "leoguard":
+            out = str(wdir / f"transport{i}.json")
+            args = transport.receiver_args(_Proc.transport_exe, scenario, v6_addr(dst), port, out)
+            p = _Proc(lab, dst, args, wdir, f"server{i}")
+            _wait_listening(p.p.pid, port, "udp")
+        elif f.kind == "tcp":
             p = _Proc(lab, dst, ["iperf3", "-s", "-1", "-p", str(port), "-J"], wdir, f"server{i}")
             _wait_listening(p.p.pid, port, "tcp")
         else:
@@ -571,7 +602,12 @@ def _start_clients(
         if f.kind == "web":
             procs.append((f"web{i}", _WebLoads(lab, sites[i], src, dst, f.page_list(), at + int(run_s * 1e9))))
             continue
-        if f.kind == "tcp":
+        if f.kind == "tcp" and flow_stack(f) == "leoguard":
+            tclass = TC_EF if f.delay_sensitive else 0
+            args = transport.sender_args(
+                _Proc.transport_exe, scenario, f, v6_addr(dst), BASE_PORT + i, run_s, lab.mtu, tclass
+            )
+        elif f.kind == "tcp":
             args = ["iperf3", "-c", inner.get(i, v6_addr(dst)), "-p", port, "-J", "-C", KERNEL_CC[f.cc]]
             args += ["-P", str(scenario.emu.streams)]
             if f.bytes is not None:
@@ -611,7 +647,7 @@ def _results(
     def name(i: int | None) -> str | None:
         return names[i] if i is not None and i < len(names) else None
 
-    rows, pings, tools, packets, web_rows = [], [], {}, [], []
+    rows, pings, tools, packets, web_rows, series = [], [], {}, [], [], []
     t0 = emu["t0_ns"]
     for i, (f, fc) in enumerate(zip(scenario.flows, spec["flows"], strict=True)):
         dpf = emu["flows"][i]
@@ -621,6 +657,7 @@ def _results(
             "dst": name(fc["dst"]), "goodput_bps": 0.0, "delivered_bytes": 0, "retransmissions": 0, "rtos": None,
             "endpoint_loss": 0.0, "network_loss": round(net_loss, 6), "fct_s": None,
             "owd_ms_p50": dpf["owd_ms"]["p50"], "owd_ms_p99": dpf["owd_ms"]["p99"], "reordered": dpf["reordered"],
+            "stack": flow_stack(f) if f.kind == "tcp" else None, "tlps": None, "dsacks": None, "undos": None,
         }  # fmt: skip
         rc, out, err = outputs.get(f"client{i}", (None, "", ""))
         if f.kind == "web":
@@ -639,6 +676,12 @@ def _results(
             # change it there): the one actually in effect is reported.
             row["cc"] = lab_cc.get(fc["dst"])
             row["endpoint_loss"] = row["network_loss"]
+        elif f.kind == "tcp" and flow_stack(f) == "leoguard":
+            got, rows_i, raw = transport.flow_results(i, f, scenario, (rc, out, err), outputs.get(f"transport{i}"), t0)
+            row.update(got)
+            row["endpoint_loss"] = row["network_loss"]
+            series.extend(rows_i)
+            tools[f"transport_{i}"] = raw
         elif f.kind == "tcp":
             try:
                 rep = json.loads(out)
@@ -655,6 +698,7 @@ def _results(
             row["endpoint_loss"] = row["network_loss"]
             if f.bytes is not None:
                 row["fct_s"] = float(recv["seconds"])
+            series.extend(transport.iperf3_series(i, rep, round(f.start_s * 1e9)))
         else:
             rep = json.loads(out) if out.strip() else {"sent": 0, "send_errors": 0}
             sent_n = rep["sent"]
@@ -687,7 +731,8 @@ def _results(
         rows,
         schema_overrides={
             "cc": pl.Utf8, "src": pl.Utf8, "dst": pl.Utf8, "fct_s": pl.Float64, "owd_ms_p50": pl.Float64,
-            "owd_ms_p99": pl.Float64, "rtos": pl.Int64,
+            "owd_ms_p99": pl.Float64, "rtos": pl.Int64, "stack": pl.Utf8, "tlps": pl.Int64, "dsacks": pl.Int64,
+            "undos": pl.Int64,
         },
     )  # fmt: skip
     links = pl.DataFrame(emu["links"]) if emu["links"] else pl.DataFrame()
@@ -709,4 +754,6 @@ def _results(
         "bytes": pl.Int64, "protocol": pl.Utf8, "error": pl.Utf8,
     }  # fmt: skip
     web = pl.DataFrame(web_rows, schema=web_schema)
-    return EmuResults(scenario, flows, links, pings_df, packets_df, emu, wall, meta, tools, web=web)
+    series_df = pl.DataFrame(series, schema={k: getattr(pl, v) for k, v in transport.SERIES_SCHEMA.items()})
+    series_df = series_df.sort("flow", "t_ns")
+    return EmuResults(scenario, flows, links, pings_df, packets_df, emu, wall, meta, tools, web=web, series=series_df)

@@ -11,6 +11,7 @@ pub mod bbr;
 pub mod cubic;
 pub mod newreno;
 pub mod satcp;
+pub mod startcp;
 
 /// What the sender knows when new data is acknowledged.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -117,11 +118,11 @@ pub trait CongestionControl: Debug + Send {
 }
 
 /// Names accepted by [`build`].
-pub const ALGORITHMS: &[&str] = &["newreno", "cubic", "bbr", "satcp"];
+pub const ALGORITHMS: &[&str] = &["newreno", "cubic", "bbr", "satcp", "startcp"];
 
 /// Unknown algorithm name.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("unknown congestion control '{0}' (known: newreno, cubic, bbr, satcp)")]
+#[error("unknown congestion control '{0}' (known: newreno, cubic, bbr, satcp, startcp)")]
 pub struct UnknownAlgorithm(pub String);
 
 /// The registry: builds a controller by name for a sender with maximum segment size `mss` and an
@@ -132,6 +133,8 @@ pub fn build(name: &str, mss: u64, init_cwnd_segments: u64) -> Result<Box<dyn Co
         "cubic" => Ok(Box::new(cubic::Cubic::new(mss, init_cwnd_segments))),
         "bbr" => Ok(Box::new(bbr::Bbr::new(mss, init_cwnd_segments))),
         "satcp" => Ok(Box::new(satcp::Satcp::new(mss, init_cwnd_segments))),
+        // StarTCP over BBR (the paper's §3); other bases: `startcp::build_cc`.
+        "startcp" => Ok(Box::new(startcp::StartcpCc::new(Box::new(bbr::Bbr::new(mss, init_cwnd_segments))))),
         other => Err(UnknownAlgorithm(other.to_string())),
     }
 }

@@ -17,9 +17,13 @@
 //! - PRR (RFC 6937) clocks out sending during recovery;
 //! - the window grows only while the sender is cwnd-limited.
 //!
+//! StarTCP (handover-aware stalling, [`crate::startcp`]) is off unless the endpoints are built with
+//! [`TcpSender::with_startcp`] and [`TcpReceiver::with_startcp`]; off, nothing changes.
+//!
 //! [`Recovery::legacy`] is the earlier model (DupThresh for originals, RACK with a zero window for
 //! retransmissions, none of the rest), kept to reproduce older results.
 
+use crate::startcp::Signal;
 use leoguard_core::{Duration, Instant};
 
 pub(crate) mod rack;
@@ -27,6 +31,8 @@ mod receiver;
 #[cfg(test)]
 mod recovery_tests;
 mod sender;
+#[cfg(test)]
+mod startcp_tests;
 #[cfg(test)]
 mod tests;
 
@@ -152,7 +158,7 @@ impl Default for TcpConfig {
     }
 }
 
-/// A data segment to put on the wire.
+/// A data segment (or a StarTCP probe) to put on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
     /// First byte.
@@ -163,6 +169,10 @@ pub struct Segment {
     pub retransmission: bool,
     /// Timestamp value (RFC 7323 TSval): when this transmission left the sender.
     pub ts: Instant,
+    /// A StarTCP probe from a stalled sender (`startcp` §2.3): zero-length at `seq = snd_nxt`, so it
+    /// carries no data and a receiver never counts it as data or as a duplicate; on the wire it is a
+    /// bare header with the StarTCP option's probe flag. Always false without StarTCP.
+    pub probe: bool,
 }
 
 /// An acknowledgement.
@@ -179,6 +189,8 @@ pub struct Ack {
     pub rwnd: u64,
     /// Echoed timestamp (RFC 7323 TSecr), if the receiver has one.
     pub ts_ecr: Option<Instant>,
+    /// StarTCP's signals (predicted handover, recovery notice); none without StarTCP.
+    pub startcp: Signal,
 }
 
 impl Ack {

@@ -1,7 +1,8 @@
 //! The receiving side: in-order, exactly-once delivery, delayed ACKs (quick ACKs at the start), SACK
-//! and DSACK blocks, timestamps echoed as RFC 7323 says.
+//! and DSACK blocks, timestamps echoed as RFC 7323 says; with StarTCP, the Handover Manager.
 
-use super::{Ack, TcpConfig};
+use super::{Ack, Segment, TcpConfig};
+use crate::startcp::{ArrivalKind, HandoverManager, StartcpConfig, StartcpError};
 use leoguard_core::Instant;
 
 /// Linux `TCP_MAX_QUICKACKS`: segments ACKed at once at the start of a connection.
@@ -27,6 +28,10 @@ pub struct TcpReceiver {
     pub delivered: u64,
     /// Segments that carried only data already received.
     pub duplicates: u64,
+    /// StarTCP's Handover Manager, when on.
+    star: Option<Box<HandoverManager>>,
+    /// The latest time seen (StarTCP's prediction offsets on ACKs built without a time).
+    now: Instant,
 }
 
 impl TcpReceiver {
@@ -45,7 +50,39 @@ impl TcpReceiver {
             last_ack_sent: 0,
             delivered: 0,
             duplicates: 0,
+            star: None,
+            now: Instant::ZERO,
         }
+    }
+
+    /// A receiver with StarTCP's Handover Manager: arrivals feed it, every ACK carries its signal
+    /// (the predicted next handover, the recovery notice), and a recovery notice is ACKed at once.
+    pub fn with_startcp(cfg: TcpConfig, star: StartcpConfig) -> Result<Self, StartcpError> {
+        let mut rx = TcpReceiver::new(cfg);
+        rx.star = Some(Box::new(HandoverManager::new(star)?));
+        Ok(rx)
+    }
+
+    /// StarTCP's Handover Manager (detected interruptions, the predicted phase), when on.
+    pub fn startcp(&self) -> Option<&HandoverManager> {
+        self.star.as_deref()
+    }
+
+    /// Handles a segment from the wire: a probe (or any zero-length segment) goes to
+    /// [`TcpReceiver::on_probe`], data to [`TcpReceiver::on_segment`].
+    pub fn handle_segment(&mut self, now: Instant, seg: &Segment) -> (u64, Option<Ack>) {
+        if seg.probe || seg.len == 0 {
+            return (0, self.on_probe(now));
+        }
+        self.on_segment(now, seg.seq, seg.len, seg.ts)
+    }
+
+    /// A StarTCP probe arrived (no data: never delivered, never a duplicate, no timestamp taken).
+    /// Returns an ACK to send now when it carries a recovery notice; without StarTCP, nothing.
+    pub fn on_probe(&mut self, now: Instant) -> Option<Ack> {
+        self.now = now;
+        let star = self.star.as_mut()?;
+        star.on_arrival(now, ArrivalKind::Probe).then(|| self.ack())
     }
 
     /// Next byte expected.
@@ -54,8 +91,14 @@ impl TcpReceiver {
     }
 
     /// Handles a data segment sent at `ts` (its TSval); returns the bytes newly delivered in order and
-    /// an ACK to send now, if any.
+    /// an ACK to send now, if any. A zero-length segment is a StarTCP probe ([`TcpReceiver::on_probe`]).
     pub fn on_segment(&mut self, now: Instant, seq: u64, len: u32, ts: Instant) -> (u64, Option<Ack>) {
+        if len == 0 {
+            return (0, self.on_probe(now));
+        }
+        self.now = now;
+        // StarTCP: a recovery notice owed is ACKed at once.
+        let notice = self.star.as_mut().is_some_and(|m| m.on_arrival(now, ArrivalKind::Data));
         let end = seq + u64::from(len);
         // RFC 7323 §4.3: TS.Recent follows segments that cover the left edge of the last ACK.
         if seq <= self.last_ack_sent && self.ts_recent.is_none_or(|r| ts >= r) {
@@ -92,7 +135,7 @@ impl TcpReceiver {
         self.unacked += 1;
         // Immediate ACK for out-of-order data, for a segment that fills a hole, every 2nd segment,
         // a duplicate part to report, and every segment in quick-ACK mode.
-        if seq > before || had_holes || self.unacked >= 2 || self.dsack.is_some() || self.quick_left > 0 {
+        if seq > before || had_holes || self.unacked >= 2 || self.dsack.is_some() || self.quick_left > 0 || notice {
             self.quick_left = self.quick_left.saturating_sub(1);
             return (newly, Some(self.ack()));
         }
@@ -119,7 +162,8 @@ impl TcpReceiver {
         self.ooo.iter().map(|&(a, b)| b - a).sum()
     }
 
-    /// An ACK of the current state, sent now (a window update or a reconnection; clears the delayed ACK).
+    /// An ACK of the current state, sent now (a window update or a reconnection; clears the delayed
+    /// ACK). StarTCP's prediction offset is taken from the latest time the receiver saw.
     pub fn ack_now(&mut self) -> Ack {
         self.ack()
     }
@@ -131,6 +175,7 @@ impl TcpReceiver {
 
     /// Handles the delayed-ACK timer.
     pub fn handle_timeout(&mut self, now: Instant) -> Option<Ack> {
+        self.now = self.now.max(now);
         match self.delack_deadline {
             Some(d) if now >= d => Some(self.ack()),
             _ => None,
@@ -142,6 +187,9 @@ impl TcpReceiver {
         self.delack_deadline = None;
         self.last_ack_sent = self.rcv_nxt;
         let mut a = Ack { cum: self.rcv_nxt, rwnd: self.cfg.rwnd, ts_ecr: self.ts_recent, ..Default::default() };
+        if let Some(star) = &mut self.star {
+            a.startcp = star.signal(self.now);
+        }
         // RFC 2883: a duplicate is reported in the first block (once); RFC 2018: then the block with
         // the latest segment, then the others, highest first.
         let mut blocks: Vec<(u64, u64)> = Vec::with_capacity(4);

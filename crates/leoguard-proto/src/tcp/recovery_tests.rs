@@ -68,7 +68,7 @@ fn sack_ack(cum: u64, blocks: &[(u64, u64)], ts_ecr: Option<Instant>) -> Ack {
     for (k, &(a, b)) in blocks.iter().enumerate() {
         sack[k] = (a * MSS, b * MSS);
     }
-    Ack { cum: cum * MSS, sack, n_sack: blocks.len() as u8, rwnd: 1 << 30, ts_ecr }
+    Ack { cum: cum * MSS, sack, n_sack: blocks.len() as u8, rwnd: 1 << 30, ts_ecr, ..Default::default() }
 }
 
 /// A window of 20 segments, segment 0 "lost": SACKs for 1..20 arrive 40 ms later and it is resent.
@@ -92,7 +92,14 @@ fn a_recovery_whose_every_retransmission_is_dsacked_is_undone() {
     tx.on_ack(t2, &sack_ack(20, &[], Some(t1)));
     assert!(tx.cc().cwnd() < 11 * MSS && tx.stats.undos == 0);
     // Then the original turns up: the receiver reports it as a duplicate (first block below cum).
-    let dsack = Ack { cum: 20 * MSS, sack: [(0, MSS), (0, 0), (0, 0)], n_sack: 1, rwnd: 1 << 30, ts_ecr: Some(t1) };
+    let dsack = Ack {
+        cum: 20 * MSS,
+        sack: [(0, MSS), (0, 0), (0, 0)],
+        n_sack: 1,
+        rwnd: 1 << 30,
+        ts_ecr: Some(t1),
+        ..Default::default()
+    };
     assert_eq!(dsack.dsack(), Some((0, MSS)));
     tx.on_ack(t2 + Duration::from_millis(1), &dsack);
     assert!(tx.cc().cwnd() >= 20 * MSS && (tx.stats.undos, tx.stats.dsacks) == (1, 1), "{:?}", tx.stats);

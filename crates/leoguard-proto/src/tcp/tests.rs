@@ -229,7 +229,7 @@ fn sack_blocks_count_each_segment_once_as_they_grow_and_merge() {
         for (k, &(a, b)) in blocks.iter().enumerate() {
             sack[k] = (a * m, b * m);
         }
-        Ack { cum: 0, sack, n_sack: blocks.len() as u8, rwnd: u64::MAX / 2, ts_ecr: None }
+        Ack { cum: 0, sack, n_sack: blocks.len() as u8, rwnd: u64::MAX / 2, ts_ecr: None, ..Default::default() }
     };
     let steps: [&[(u64, u64)]; 7] = [
         &[(20, 22)],                   // 20, 21: a span above the others

@@ -83,6 +83,40 @@ pub struct AppDelayRow {
     pub delivered_ns: Option<u64>,
 }
 
+/// One StarTCP stall of a flow's sender (one per handover it predicted and stalled for).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StartcpRow {
+    /// Flow index.
+    pub flow: u32,
+    /// The predicted handover, ns (sender clock = simulation clock).
+    pub predicted_ns: u64,
+    /// When sending stopped, ns.
+    pub stall_start_ns: u64,
+    /// When it resumed, ns (`None`: still stalled at the end).
+    pub stall_end_ns: Option<u64>,
+    /// Probes sent during the stall.
+    pub probes: u64,
+    /// Why it resumed: "notice", "timeout" or "" (still stalled).
+    pub reason: &'static str,
+    /// The lead chosen, ns.
+    pub lead_ns: u64,
+    /// The policy's input when it chose it (`leoguard_proto::startcp::FEATURES`).
+    pub state: [f64; 5],
+}
+
+/// One interruption a StarTCP receiver detected (an abnormal gap in arrivals).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InterruptionRow {
+    /// Flow index.
+    pub flow: u32,
+    /// Start (the last arrival before the gap), ns.
+    pub start_ns: u64,
+    /// Length of the gap, ns.
+    pub duration_ns: u64,
+    /// Whether the sender was stalled (probing) across it.
+    pub stalled: bool,
+}
+
 /// One sample of a directed link's activity (links without traffic, queue or drops are left out).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LinkSeriesRow {
@@ -153,6 +187,10 @@ pub struct RunResult {
     pub packets: Vec<PacketRow>,
     /// Application-perceived delay of sampled TCP segments (`Scenario::app_delay_every`).
     pub app_delay: Vec<AppDelayRow>,
+    /// StarTCP senders' stalls.
+    pub startcp: Vec<StartcpRow>,
+    /// StarTCP receivers' detected interruptions.
+    pub interruptions: Vec<InterruptionRow>,
     /// Per directed link.
     pub links: Vec<LinkRow>,
     /// Every drop.
@@ -254,6 +292,33 @@ pub(super) fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], owne
                         acked: x.acked,
                         retransmissions: x.retransmissions,
                     });
+                }
+                for h in src.tcp.startcp_records() {
+                    use leoguard_proto::startcp::ResumeReason;
+                    r.startcp.push(StartcpRow {
+                        flow: i as u32,
+                        predicted_ns: h.predicted.as_nanos(),
+                        stall_start_ns: h.stall_start.as_nanos(),
+                        stall_end_ns: h.stall_end.map(|t| t.as_nanos()),
+                        probes: h.probes,
+                        reason: match h.reason {
+                            Some(ResumeReason::Notice) => "notice",
+                            Some(ResumeReason::Timeout) => "timeout",
+                            None => "",
+                        },
+                        lead_ns: h.lead.as_nanos(),
+                        state: h.state,
+                    });
+                }
+                if let Some(m) = dst.tcp.startcp() {
+                    for x in m.interruptions() {
+                        r.interruptions.push(InterruptionRow {
+                            flow: i as u32,
+                            start_ns: x.start.as_nanos(),
+                            duration_ns: x.duration.as_nanos(),
+                            stalled: x.stalled,
+                        });
+                    }
                 }
                 for (seq, sent, delivered) in crate::tcp_agent::app_delays(&src.first_sent, &dst.deliveries) {
                     r.app_delay.push(AppDelayRow {

@@ -536,7 +536,8 @@ impl Chain {
             if !self.here(h, node) {
                 return;
             }
-            let a = Ack { cum: p.ack, sack: p.sack, n_sack: p.n_sack, rwnd: p.seq, ts_ecr: p.ts_ecr };
+            let a =
+                Ack { cum: p.ack, sack: p.sack, n_sack: p.n_sack, rwnd: p.seq, ts_ecr: p.ts_ecr, ..Default::default() };
             let update = self.hops[h].proxy.as_mut().and_then(|x| x.on_ack(now, &a));
             if let Some(u) = update {
                 self.send_ack(h - 1, &u, ctx);

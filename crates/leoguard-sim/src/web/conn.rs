@@ -135,7 +135,8 @@ impl Endpoint {
                 self.send_ack(&a, ctx);
             }
         } else if p.flags & FLAG_ACK != 0 {
-            let ack = Ack { cum: p.ack, sack: p.sack, n_sack: p.n_sack, rwnd: p.seq, ts_ecr: p.ts_ecr };
+            let ack =
+                Ack { cum: p.ack, sack: p.sack, n_sack: p.n_sack, rwnd: p.seq, ts_ecr: p.ts_ecr, ..Default::default() };
             self.tx.on_ack(now, &ack);
         }
         fresh

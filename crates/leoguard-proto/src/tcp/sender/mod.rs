@@ -1,13 +1,16 @@
 //! The sending side: SACK scoreboard, Tail Loss Probes, the RFC 6298 timer, pacing, delivery-rate
 //! samples and what goes out next. Loss marking (RACK or the older DupThresh) is in `detect`; the
-//! recovery state machine (recovery and Loss states, F-RTO, PRR, undo) in `recovery`.
+//! recovery state machine (recovery and Loss states, F-RTO, PRR, undo) in `recovery`; StarTCP's
+//! stalls in `stall`.
 
 mod detect;
 mod recovery;
+mod stall;
 
 use super::rack::Rack;
 use super::{Ack, Recovery, Segment, TcpConfig};
 use crate::cc::{AckEvent, CongestionControl, RateSample};
+use crate::startcp::SendingController;
 use leoguard_core::{Bytes, Duration, Instant};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -135,6 +138,8 @@ pub struct TcpSender {
     delivered_time: Instant,
     first_sent_time: Instant,
     peer_rwnd: u64,
+    /// StarTCP's Sending Controller, when on.
+    star: Option<Box<SendingController>>,
     /// Counters.
     pub stats: SenderStats,
 }
@@ -192,6 +197,7 @@ impl TcpSender {
             delivered_time: Instant::ZERO,
             first_sent_time: Instant::ZERO,
             peer_rwnd: cfg.rwnd,
+            star: None,
             stats: SenderStats::default(),
         }
     }
@@ -264,7 +270,9 @@ impl TcpSender {
     pub fn restart(&mut self, cc: Box<dyn CongestionControl>, at: u64) {
         let (stats, una) = (self.stats, self.snd_una);
         let limit = self.limit.map(|l| l.max(at));
+        let star = self.star.take();
         *self = TcpSender::new(self.cfg, cc, limit);
+        self.star = star;
         self.snd_una = at;
         self.snd_nxt = at;
         self.highest_sacked = at;
@@ -300,8 +308,12 @@ impl TcpSender {
         }
     }
 
-    /// The next segment to send now, if the window, the receiver and pacing allow one.
+    /// The next segment to send now, if the window, the receiver and pacing allow one. While
+    /// StarTCP stalls, only its probes (zero-length, `probe` set) come out, on their schedule.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Segment> {
+        if self.star.is_some() && self.star_update(now) {
+            return self.star_probe(now);
+        }
         if self.cc.pacing_rate().is_some() && now < self.pacing_next {
             self.paced = true;
             return None;
@@ -351,7 +363,7 @@ impl TcpSender {
         let counted = s.rout;
         s.rout = true;
         s.sent_at = now;
-        let seg = Segment { seq: s.seq, len: s.len, retransmission: true, ts: now };
+        let seg = Segment { seq: s.seq, len: s.len, retransmission: true, ts: now, probe: false };
         let len = u64::from(s.len);
         if !counted {
             self.retrans_out += 1;
@@ -375,7 +387,7 @@ impl TcpSender {
             self.first_sent_time = now;
             self.delivered_time = now;
         }
-        let seg = Segment { seq: self.snd_nxt, len: len as u32, retransmission: false, ts: now };
+        let seg = Segment { seq: self.snd_nxt, len: len as u32, retransmission: false, ts: now, probe: false };
         self.flight.push_back(Sent {
             seq: seg.seq,
             len: seg.len,
@@ -483,17 +495,33 @@ impl TcpSender {
         // out).
         let has_data = !self.lost.is_empty() || self.probe.is_some() || self.snd_nxt < self.limit.unwrap_or(u64::MAX);
         let pace = (self.paced && self.cc.pacing_rate().is_some() && has_data).then_some(self.pacing_next);
-        [self.rto_deadline, self.pto_deadline, self.reo_deadline, pace].into_iter().flatten().min()
+        let due = [self.rto_deadline, self.pto_deadline, self.reo_deadline, pace].into_iter().flatten().min();
+        match &self.star {
+            None => due,
+            // Stalled: the probes, the resume timeout and RACK's timer; the RTO, the Tail Loss Probe
+            // and pacing wait for the resume.
+            Some(star) if star.is_stalled() => {
+                [self.star_stalled_timeout(), self.reo_deadline].into_iter().flatten().min()
+            }
+            Some(star) => [due, star.poll_timeout()].into_iter().flatten().min(),
+        }
     }
 
     /// Handles the timers: the reordering timer (RACK), the Tail Loss Probe, and the retransmission
     /// timer (RFC 6298 backoff, everything outstanding marked lost, F-RTO armed).
     pub fn handle_timeout(&mut self, now: Instant) {
+        let stalled = self.star.is_some() && self.star_update(now);
         if self.reo_deadline.is_some_and(|d| now >= d) {
             self.reo_deadline = None;
             if self.rack_detect(now) {
                 self.on_new_losses(now, 0);
             }
+        }
+        if stalled {
+            // StarTCP: a stall is no loss. The Tail Loss Probe and the RTO are held (re-armed at the
+            // resume); RACK above marks only what a later-sent segment's delivery proves lost, which
+            // the stall itself cannot cause (nothing is sent during it).
+            return;
         }
         if self.pto_deadline.is_some_and(|d| now >= d) {
             self.pto_deadline = None;
@@ -634,6 +662,9 @@ impl TcpSender {
         }
         if let Some(r) = rtt {
             self.rtt_sample(r);
+            if let Some(star) = &mut self.star {
+                star.on_rtt_sample(now, r);
+            }
         }
         // Delivery-rate sample from the most recently sent packet this ACK delivered.
         let mut rate = None;
@@ -651,6 +682,9 @@ impl TcpSender {
                 total_delivered: self.delivered,
                 is_app_limited: p.app_limited,
             });
+            if self.star.is_some() {
+                rate = self.star_filter_rate(now, &p, rate);
+            }
             if self.rec.rack {
                 self.rack.update_window(p.delivered, self.delivered);
             }
@@ -716,6 +750,9 @@ impl TcpSender {
         if self.flight.is_empty() {
             self.pto_deadline = None;
             self.reo_deadline = None;
+        }
+        if self.star.is_some() {
+            self.star_on_ack(now, ack, bytes_acked, rate);
         }
     }
 

@@ -1,0 +1,189 @@
+"""tcp flows on leoguard's own TCP in the emulator: `leoguard-transport` (docs/transport.md) runs the
+simulator's sans-IO TCP, with any controller of its registry, over UDP between the two hosts, in place of
+iperf3 and the kernel's TCP. A flow runs there when its `stack` is "leoguard", or when it names no stack
+and its `cc` is one the kernel does not have (satcp). Its figures land in the same columns as an iperf3
+flow's: goodput and delivered bytes from the receiver, retransmissions (and RTOs, probes, DSACKs, undos,
+which iperf3 cannot give) from the sender, and a per-interval `series` like the simulator's."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from leoguard.errors import LeoguardError
+from leoguard.scenario import Flow, Scenario
+
+KERNEL_CC = {"cubic": "cubic", "bbr": "bbr", "reno": "reno", "newreno": "reno"}
+"""Scenario congestion controls the kernel has (Linux's reno is NewReno with SACK)."""
+
+HEADER_BYTES = 40 + 8 + 26
+"""IPv6, UDP and the transport's data header (leoguard-wire `transport::DATA_HEADER_LEN`)."""
+
+SERIES_SCHEMA = {
+    "flow": "UInt32", "t_ns": "Int64", "cwnd_bytes": "UInt64", "in_flight_bytes": "UInt64", "srtt_ns": "UInt64",
+    "acked_bytes": "UInt64", "retransmissions": "UInt64", "goodput_bps": "Float64",
+}  # fmt: skip
+"""Columns of `EmuResults.series`: the simulator's `series` (one row per flow and interval; `t_ns` in
+model time, from the run's start)."""
+
+
+def flow_stack(f: Flow) -> str:
+    """The TCP a tcp flow runs on the emulator: "leoguard" or "kernel"."""
+    if f.stack is not None:
+        return f.stack
+    return "kernel" if f.cc in KERNEL_CC else "leoguard"
+
+
+def leoguard_flows(scenario: Scenario) -> list[int]:
+    """The tcp flows that run leoguard's own TCP."""
+    return [i for i, f in enumerate(scenario.flows) if f.kind == "tcp" and flow_stack(f) == "leoguard"]
+
+
+def check_flow(scenario: Scenario, i: int, f: Flow, tunnelled: list[int]) -> None:
+    """Field-named errors for a tcp flow the emulator cannot run on the stack it asks for."""
+    if flow_stack(f) == "kernel":
+        if f.cc not in KERNEL_CC:
+            raise LeoguardError(
+                f"invalid flows[{i}].cc = {f.cc}: the kernel has cubic, bbr and reno (newreno maps to reno); "
+                f'stack = "leoguard" runs leoguard\'s own TCP instead'
+            )
+        return
+    if f.cc == "startcp":
+        raise LeoguardError(
+            f"invalid flows[{i}].cc = startcp: leoguard-transport does not carry StarTCP's signals and probes "
+            "yet (it would run plain BBR); StarTCP runs in the simulator"
+        )
+    if f.cc == "satcp" and scenario.topology is not None and scenario.topology.kind == "constellation":
+        raise LeoguardError(
+            f"invalid flows[{i}].cc = satcp: on a constellation the simulator tells SaTCP of every handover, and "
+            "the emulator's user-space stack does not get those reports yet (it would run plain CUBIC)"
+        )
+    if scenario.emu.streams != 1:
+        raise LeoguardError(
+            f"invalid emu.streams = {scenario.emu.streams}: flows[{i}] runs leoguard's TCP (stack = "
+            '"leoguard"), one connection per flow; parallel streams are iperf3\'s'
+        )
+    if i in tunnelled:
+        raise LeoguardError(
+            f"invalid flows[{i}]: [liquid] carries kernel TCP flows only; this one runs leoguard's TCP (stack = "
+            '"leoguard")'
+        )
+
+
+def recovery_spec(scenario: Scenario) -> str:
+    """The scenario's `[tcp]` loss-recovery switches as `--recovery` (the simulator's defaults without it)."""
+    t = scenario.tcp
+    if t is None:
+        return "linux"
+    switches = [(k, getattr(t, k)) for k in ("rack", "tlp", "dsack", "undo", "frto", "prr", "cwnd_limited", "quickack")]
+    return ",".join([t.recovery] + [f"{k}={'on' if v else 'off'}" for k, v in switches if v is not None])
+
+
+def receiver_args(exe: str, scenario: Scenario, addr: str, port: int, out: str) -> list[str]:
+    """`leoguard-transport recv` for a flow whose receiver listens on [addr]:port."""
+    ms = max(1, round(scenario.sample_every_s * 1000))
+    return [
+        exe, "recv", "--bind", f"[{addr}]:{port}", "--out", out, "--json-interval", str(ms),
+        "--recovery", recovery_spec(scenario), "--timeout", f"{scenario.duration_s + 30:.3f}",
+    ]  # fmt: skip
+
+
+def sender_args(
+    exe: str, scenario: Scenario, f: Flow, addr: str, port: int, run_s: float, mtu: int, tclass: int
+) -> list[str]:
+    """`leoguard-transport send` for flow `f`: `run_s` seconds of writing (or its bytes), segments that fill
+    the hosts' `mtu`, giving up before the emulated network stops."""
+    ms = max(1, round(scenario.sample_every_s * 1000))
+    args = [
+        exe, "send", "--to", f"[{addr}]:{port}", "--cc", f.cc, "--mss", str(mtu - HEADER_BYTES),
+        "--json-interval", str(ms), "--recovery", recovery_spec(scenario),
+        "--timeout", f"{max(0.5, scenario.duration_s - f.start_s - 0.3):.3f}",
+    ]  # fmt: skip
+    args += ["--bytes", str(f.bytes)] if f.bytes is not None else ["--seconds", f"{run_s:.3f}"]
+    if f.rate_mbps is not None:
+        args += ["--rate-mbps", f"{f.rate_mbps:g}"]
+    if tclass:
+        args += ["--tclass", str(tclass)]
+    return args
+
+
+def _lines(out: str) -> list[dict[str, Any]]:
+    rows = []
+    for ln in out.splitlines():
+        try:
+            rows.append(json.loads(ln))
+        except ValueError:
+            continue
+    return rows
+
+
+def _series_row(i: int, d: dict[str, Any], t0: int) -> dict[str, Any]:
+    srtt = d.get("srtt_ms")
+    return {
+        "flow": i, "t_ns": d["t_mono_ns"] - t0, "cwnd_bytes": d["cwnd_bytes"], "in_flight_bytes": d["in_flight_bytes"],
+        "srtt_ns": round(srtt * 1e6) if srtt is not None else 0, "acked_bytes": d["acked_bytes"],
+        "retransmissions": d["retransmissions"], "goodput_bps": d["goodput_bps"],
+    }  # fmt: skip
+
+
+def flow_results(
+    i: int, f: Flow, scenario: Scenario, sender: tuple[int | None, str, str], receiver_report: str | None, t0: int
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    """A leoguard-stack flow's figures: the `flows` row fields, its `series` rows, and its raw reports."""
+    rc, out, err = sender
+    lines = _lines(out)
+    summary = next((d for d in reversed(lines) if d.get("event") == "summary"), None)
+    if summary is None:
+        raise LeoguardError(f"flows[{i}]: leoguard-transport printed no summary (exit {rc}): {err.strip()[-500:]}")
+    recv = json.loads(receiver_report) if receiver_report else None
+    if recv is None:
+        raise LeoguardError(f"flows[{i}]: leoguard-transport's receiver wrote no report")
+    goodput = float(recv["goodput_bps"])
+    omit = scenario.emu.omit_s
+    first = recv.get("first_data_s")
+    if omit > 0 and first is not None:
+        # As iperf3 -O: the first omit_s seconds of the flow (slow start) are left out.
+        end_s = first + recv["duration_s"]
+        later = [p for p in recv["intervals"] if p["t_s"] - first >= omit and p["t_s"] < end_s]
+        if later:
+            p0 = later[0]
+            goodput = (recv["bytes_delivered"] - p0["delivered_bytes"]) * 8 / max(1e-9, end_s - p0["t_s"])
+    row = {
+        "goodput_bps": goodput,
+        "delivered_bytes": int(recv["bytes_delivered"]),
+        "retransmissions": int(summary["retransmissions"]),
+        "rtos": int(summary["rtos"]),
+        "tlps": int(summary["tlps"]),
+        "dsacks": int(summary["dsacks"]),
+        "undos": int(summary["undos"]),
+        "fct_s": float(summary["duration_s"]) if f.bytes is not None and summary["complete"] else None,
+    }
+    series = [_series_row(i, d, t0) for d in lines if d.get("event") == "interval"]
+    tools = {"send": summary, "recv": {k: v for k, v in recv.items() if k != "intervals"}, "exit": rc}
+    return row, series, tools
+
+
+def iperf3_series(i: int, rep: dict[str, Any], start_ns: int) -> list[dict[str, Any]]:
+    """An iperf3 flow's intervals as `series` rows (sender side: bytes written to the socket stand for
+    `acked_bytes`, the kernel's cwnd and RTT of the first stream; in flight is not reported). `start_ns`:
+    when the client started, in model time."""
+    rows = []
+    acked = retx = 0
+    # iperf3 restarts its interval clock when the omitted seconds (-O) are over.
+    omit_ns = round(float(((rep.get("start") or {}).get("test_start") or {}).get("omit", 0) or 0) * 1e9)
+    for iv in rep.get("intervals") or []:
+        s = iv.get("sum") or {}
+        if s.get("omitted"):
+            continue
+        streams = iv.get("streams") or [{}]
+        acked += int(s.get("bytes", 0))
+        retx += int(s.get("retransmits", 0) or 0)
+        rows.append(
+            {
+                "flow": i, "t_ns": start_ns + omit_ns + round(float(s.get("end", 0.0)) * 1e9),
+                "cwnd_bytes": int(streams[0].get("snd_cwnd", 0) or 0), "in_flight_bytes": None,
+                "srtt_ns": int(streams[0].get("rtt", 0) or 0) * 1000, "acked_bytes": acked, "retransmissions": retx,
+                "goodput_bps": float(s.get("bits_per_second", 0.0)),
+            }
+        )  # fmt: skip
+    return rows

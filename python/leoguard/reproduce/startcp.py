@@ -1,0 +1,158 @@
+"""StarTCP (papers/startcp.txt, docs/startcp.md) reproduced in the simulator.
+
+- `two-path` (the paper's Fig 3): two parallel 40 Mbit/s paths of 100 ms RTT, the route switching
+  every 15 s with a 100 ms interruption; BBR against StarTCP over BBR (heuristic lead, and the learnt
+  lead when its weights are present).
+- `nyc-lon` (beyond the paper): Starlink shell 1 New York - London under the 15 s global schedule with
+  its 30-200 ms random interruptions; StarTCP against BBR and CUBIC.
+
+One row per handover of each run: `{experiment, engine, scheme, handover, t_s, throughput_mbps,
+lost_packets, predicted_error_ms}`. `throughput_mbps` is the goodput of the 1 s window that holds the
+handover (the whole second, as the paper's per-second trace), `lost_packets` the data segments the
+sender retransmitted in that second (every lost data packet is resent; probes and ACKs are not data),
+`predicted_error_ms` the predicted minus the actual handover time of the stall StarTCP made for it
+(null when it predicted none, and for schemes that predict nothing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from leoguard.scenario import Scenario, from_dict
+from leoguard.simulate import Results, simulate
+
+#: What the paper reports for Fig 3 (§3), per handover second.
+PAPER = {
+    "bbr": "falls to ~6 Mbit/s with > 150 packets lost in the handover second",
+    "startcp": "keeps ~30 Mbit/s with almost no loss from the second handover on",
+}
+
+SCHEMES = ("bbr", "startcp")
+
+
+def two_path(scheme: str, duration_s: float = 62.0, seed: int = 1, startcp: dict | None = None) -> Scenario:
+    """The paper's two-path experiment with one bulk flow of `scheme` ("bbr", "cubic", "startcp")."""
+    d: dict[str, Any] = {
+        "name": f"startcp-two-path-{scheme}",
+        "duration_s": duration_s,
+        "seed": seed,
+        "topology": {
+            "kind": "two-path",
+            "switch_every_s": 15.0,
+            "interruption_ms": 100.0,
+            "paths": [{"rate_mbps": 40, "delay_ms": 50}, {"rate_mbps": 40, "delay_ms": 50}],
+        },
+        # As in the paper's Fig 3, the first handover comes in the flow's 13th second (the flow's
+        # start-up is not in phase with the handovers, so its gaps cannot pass for one).
+        "flows": [{"kind": "tcp", "src": "src", "dst": "dst", "cc": scheme, "start_s": 2.0}],
+    }
+    if scheme == "startcp":
+        d["startcp"] = startcp or {}
+    return from_dict(d)
+
+
+def nyc_lon(scheme: str, duration_s: float = 62.0, seed: int = 1, startcp: dict | None = None) -> Scenario:
+    """Starlink shell 1 New York - London (global schedule, random 30-200 ms interruptions), 40 Mbit/s."""
+    d: dict[str, Any] = {
+        "name": f"startcp-nyc-lon-{scheme}",
+        "duration_s": duration_s,
+        "seed": seed,
+        "topology": {"kind": "leo-path", "a": "NYC", "b": "LON", "rate_mbps": 40, "interruption": "uniform"},
+        "flows": [{"kind": "tcp", "src": "NYC", "dst": "LON", "cc": scheme}],
+    }
+    if scheme == "startcp":
+        d["startcp"] = startcp or {}
+    return from_dict(d)
+
+
+def handover_times(sc: Scenario) -> list[float]:
+    """The handovers a flow from node 0 crosses: a two-path topology's switches, or the leo-path
+    timeline's interruptions (either end)."""
+    t = sc.topology
+    if t is not None and t.kind == "two-path":
+        k, out = 1, []
+        while k * t.switch_every_s < sc.duration_s:
+            out.append(k * t.switch_every_s)
+            k += 1
+        return out
+    core = sc.to_core()
+    return sorted({round(x[0], 6) for x in core["leo"]["interruptions"] if x[0] < sc.duration_s})
+
+
+def per_second(r: Results, flow: int = 0) -> pl.DataFrame:
+    """Goodput (Mbit/s) and retransmissions of each whole second [sec, sec + 1) of `flow`, from its
+    sender's samples at whole seconds."""
+    s = r.series.filter((pl.col("flow") == flow) & (pl.col("t_ns") % 1_000_000_000 == 0)).sort("t_ns")
+    s = s.with_columns((pl.col("t_ns") // 1_000_000_000).alias("sec"))
+    return s.select(
+        "sec",
+        ((pl.col("acked_bytes").shift(-1) - pl.col("acked_bytes")) * 8 / 1e6).alias("throughput_mbps"),
+        (pl.col("retransmissions").shift(-1) - pl.col("retransmissions")).alias("lost_packets"),
+    ).drop_nulls()
+
+
+def rows_of(r: Results, experiment: str, scheme: str, engine: str = "sim") -> list[dict[str, Any]]:
+    """One row per handover of a run."""
+    secs = per_second(r)
+    by_sec = {int(x["sec"]): x for x in secs.iter_rows(named=True)}
+    stalls = r.startcp.filter(pl.col("flow") == 0) if not r.startcp.is_empty() else r.startcp
+    out = []
+    for i, t in enumerate(handover_times(r.scenario)):
+        x = by_sec.get(int(t), {})
+        err = None
+        if scheme.startswith("startcp") and not stalls.is_empty():
+            near = stalls.filter((pl.col("predicted_ns").cast(pl.Float64) / 1e9 - t).abs() < 2.0)
+            if not near.is_empty():
+                err = round((near["predicted_ns"][0] / 1e9 - t) * 1e3, 3)
+        out.append(
+            {
+                "experiment": experiment,
+                "engine": engine,
+                "scheme": scheme,
+                "handover": i,
+                "t_s": t,
+                "throughput_mbps": round(float(x.get("throughput_mbps", 0.0)), 3),
+                "lost_packets": int(x.get("lost_packets", 0)),
+                "predicted_error_ms": err,
+            }
+        )
+    return out
+
+
+@dataclass
+class StartcpReproduction:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    runs: dict[tuple[str, str], Results] = field(default_factory=dict)
+
+    def table(self) -> pl.DataFrame:
+        return pl.DataFrame(self.rows)
+
+
+def reproduce(
+    experiments: tuple[str, ...] = ("two-path", "nyc-lon"),
+    duration_s: float = 62.0,
+    seed: int = 1,
+    learnt: bool = True,
+) -> StartcpReproduction:
+    """Runs the experiments in the simulator and collects one row per handover."""
+    from leoguard.sections import STARTCP_WEIGHTS
+
+    out = StartcpReproduction()
+    variants: list[tuple[str, str, dict | None]] = [("bbr", "bbr", None), ("startcp", "startcp", None)]
+    if learnt and STARTCP_WEIGHTS.exists():
+        variants.append(("startcp-learnt", "startcp", {"policy": "learnt"}))
+    build = {"two-path": two_path, "nyc-lon": nyc_lon}
+    for exp in experiments:
+        if exp not in build:
+            raise ValueError(f"unknown experiment {exp!r}: two-path or nyc-lon")
+        vs = list(variants)
+        if exp == "nyc-lon":
+            vs.insert(1, ("cubic", "cubic", None))
+        for name, cc, st in vs:
+            r = simulate(build[exp](cc, duration_s, seed, st))
+            out.runs[(exp, name)] = r
+            out.rows.extend(rows_of(r, exp, name))
+    return out
