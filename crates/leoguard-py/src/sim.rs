@@ -313,10 +313,10 @@ fn startcp(d: &Bound<'_, PyDict>) -> PyResult<leoguard_sim::scenario::StartcpSpe
         Some("fixed") => StartcpPolicy::Fixed(secs("startcp.lead_ms", need::<f64>(&g, "lead_s")?)?),
         Some("scripted") => {
             let leads: Vec<f64> = need(&g, "leads_s")?;
-            if leads.is_empty() {
-                return Err(LeoguardError::new_err("startcp.leads_ms: give at least one lead"));
-            }
-            StartcpPolicy::Scripted(leads.iter().map(|&x| secs("startcp.leads_ms", x)).collect::<PyResult<_>>()?)
+            let leads = leads.iter().map(|&x| secs("startcp.leads_ms", x)).collect::<PyResult<Vec<_>>>()?;
+            let p = leoguard_proto::startcp::ScriptedLeads::new(leads)
+                .ok_or_else(|| LeoguardError::new_err("startcp.leads_ms: give at least one lead"))?;
+            StartcpPolicy::Scripted(p)
         }
         Some("learnt") => {
             let text: String = need(&g, "weights_json")?;

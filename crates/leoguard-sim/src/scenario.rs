@@ -139,21 +139,18 @@ pub enum StartcpPolicy {
     /// One lead for every handover.
     Fixed(Duration),
     /// Leads given in advance, one per handover (the training environment's actions).
-    Scripted(Vec<Duration>),
+    Scripted(leoguard_proto::startcp::ScriptedLeads),
     /// The learnt actor (a weights file, already loaded).
     Learnt(std::sync::Arc<leoguard_proto::startcp::MlpPolicy>),
 }
 
 impl StartcpPolicy {
     fn build(&self, cfg: &leoguard_proto::startcp::StartcpConfig) -> Box<dyn leoguard_proto::startcp::LeadPolicy> {
-        use leoguard_proto::startcp::{FixedLead, HeuristicLead, ScriptedLeads};
+        use leoguard_proto::startcp::{FixedLead, HeuristicLead};
         match self {
             StartcpPolicy::Heuristic => Box::new(HeuristicLead::new(cfg)),
             StartcpPolicy::Fixed(d) => Box::new(FixedLead(*d)),
-            StartcpPolicy::Scripted(v) => match ScriptedLeads::new(v.clone()) {
-                Some(p) => Box::new(p),
-                None => Box::new(HeuristicLead::new(cfg)),
-            },
+            StartcpPolicy::Scripted(p) => Box::new(p.clone()),
             StartcpPolicy::Learnt(m) => Box::new((**m).clone()),
         }
     }

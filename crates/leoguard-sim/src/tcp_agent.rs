@@ -136,16 +136,7 @@ impl TcpSource {
         let now = ctx.now();
         while let Some(seg) = self.tcp.poll_transmit(now) {
             if seg.probe {
-                ctx.send(Packet {
-                    flow: self.flow,
-                    seq: seg.seq,
-                    size: self.header + STARTCP_BARE,
-                    dst: self.dst.0,
-                    sent_at: now,
-                    flags: FLAG_PROBE,
-                    net: crate::engine::NetFields { tc: self.tc, ..Default::default() },
-                    ..Default::default()
-                });
+                ctx.send(self.packet(seg.seq, self.header + STARTCP_BARE, FLAG_PROBE, now));
                 continue;
             }
             let flags = FLAG_DATA | if seg.retransmission { FLAG_RETX } else { 0 };
@@ -155,16 +146,7 @@ impl TcpSource {
                 }
                 self.originals += 1;
             }
-            ctx.send(Packet {
-                flow: self.flow,
-                seq: seg.seq,
-                size: seg.len + self.header,
-                dst: self.dst.0,
-                sent_at: now,
-                flags,
-                net: crate::engine::NetFields { tc: self.tc, ..Default::default() },
-                ..Default::default()
-            });
+            ctx.send(self.packet(seg.seq, seg.len + self.header, flags, now));
         }
         if self.completed_at.is_none() && self.tcp.is_done() && self.app_rate.is_none() {
             self.completed_at = Some(now);
@@ -177,6 +159,20 @@ impl TcpSource {
             if let Some(t) = want {
                 ctx.timer(t, TOKEN_TIMER | self.timer_gen);
             }
+        }
+    }
+
+    /// A packet of this flow to the receiver.
+    fn packet(&self, seq: u64, size: u32, flags: u16, now: Instant) -> Packet {
+        Packet {
+            flow: self.flow,
+            seq,
+            size,
+            dst: self.dst.0,
+            sent_at: now,
+            flags,
+            net: crate::engine::NetFields { tc: self.tc, ..Default::default() },
+            ..Default::default()
         }
     }
 

@@ -460,8 +460,9 @@ impl SatguardHook {
         }
     }
 
-    /// Holds a packet for a link that is down in a handover (bounded by the Tx buffer size).
-    fn park(&mut self, p: Packet) {
+    /// Holds a packet for a link that is down in a handover (bounded by the Tx buffer size); what
+    /// overflows is lost here, so the exit is sent a void for it (as for a congestion drop).
+    fn park(&mut self, p: Packet, ctx: &mut Ctx) {
         self.parked_bytes += u64::from(p.size);
         self.parked.push_back(p);
         self.stats.parked += 1;
@@ -469,6 +470,10 @@ impl SatguardHook {
             let Some(old) = self.parked.pop_front() else { break };
             self.parked_bytes -= u64::from(old.size);
             self.stats.parked_dropped += 1;
+            if let Some(v) = void_for(&old, &self.opts) {
+                self.stats.voids_sent += 1;
+                ctx.send(v);
+            }
         }
     }
 
@@ -676,7 +681,7 @@ impl Agent for SatguardHook {
             // The link is down in a handover: send the packet after the satellite that took over, or
             // hold it until a link comes up (§3.2's network-layer buffer).
             if !self.redirect(link, p, ctx) {
-                self.park(*p);
+                self.park(*p, ctx);
             }
             return false;
         }
@@ -684,7 +689,7 @@ impl Agent for SatguardHook {
             self.drained_departs(ctx.egress_wait(), now);
         } else if self.drain.is_some() {
             // Parked packets are still going out: this one waits behind them (arrival order).
-            self.park(*p);
+            self.park(*p, ctx);
             return false;
         }
         self.stamp(link, p, now, now + ctx.egress_wait());

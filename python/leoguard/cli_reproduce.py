@@ -1,0 +1,155 @@
+"""`leoguard reproduce ...`: the one-command reproductions of published results (SATGUARD, StarTCP,
+liquid data), side by side with the papers' numbers."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from leoguard.cli_common import JsonOpt, StoreOpt, _emit, console
+from leoguard.errors import LeoguardError
+
+reproduce_app = typer.Typer(help="Reproduce published results side by side with the papers.", no_args_is_help=True)
+WorkersOpt = Annotated[int, typer.Option("--workers", help="Runs at a time (local process pool or Ray CPUs).")]
+ExecutorOpt = Annotated[str, typer.Option("--executor", help="Where runs go: local (process pool) or ray.")]
+RayOpt = Annotated[
+    str | None, typer.Option("--ray-address", help="Ray cluster address (default: a local Ray instance).")
+]
+
+
+def _sweep_progress(enabled: bool):
+    """A rich progress bar for sweeps (on stderr) and its callback."""
+    if not enabled:
+        return nullcontext(), None
+    bar = Progress(
+        TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+        TimeRemainingColumn(), console=Console(stderr=True),
+    )  # fmt: skip
+    task = bar.add_task("runs", total=None)
+
+    def cb(done: int, total: int, key: str) -> None:
+        bar.update(task, completed=done, total=total, description=f"runs (last {key[:8]})")
+
+    return bar, cb
+
+
+@reproduce_app.command("satguard")
+def reproduce_satguard(
+    quick: Annotated[
+        bool, typer.Option("--quick", help="The reduced experiment (the default; < 15 min on 2 cores).")
+    ] = False,
+    full: Annotated[bool, typer.Option("--full", help="The complete experiment (hours).")] = False,
+    pair: Annotated[list[str] | None, typer.Option("--pair", help="Only these city pairs (repeatable).")] = None,
+    scheme: Annotated[list[str] | None, typer.Option("--scheme", help="Only these schemes (repeatable).")] = None,
+    workload: Annotated[
+        list[str] | None,
+        typer.Option("--workload", help="Only these workloads: delay, bulk, web, webrtc (repeatable)."),
+    ] = None,
+    store: StoreOpt = Path("results"),
+    out: Annotated[Path, typer.Option(help="Directory for figures, report.md and table.json.")] = Path(
+        "out/reproduce-satguard"
+    ),
+    workers: WorkersOpt = 2,
+    executor: ExecutorOpt = "local",
+    ray_address: RayOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """SATGUARD's evaluation (§4): SATGUARD, SaTCP, Tambur, M-PEP, LinkGuard and no protection over
+    Starlink shell 1 for 8 city pairs; a TCP stream's delay (Fig 12), bulk TCP (Fig 13), web browsing
+    (Fig 14) and WebRTC (Figs 15-17). Runs go to the result store (stored runs are skipped); figures,
+    report.md and table.json go to --out. With --json, prints the paper-vs-leoguard table as rows
+    {metric, scheme, pair, paper, leoguard}."""
+    from leoguard.reproduce.satguard import reproduce
+
+    if quick and full:
+        raise LeoguardError("give --quick or --full, not both")
+    bar, cb = _sweep_progress(not as_json)
+    with bar:
+        r = reproduce(
+            "full" if full else "quick", store=store, out=out, pairs=pair, schemes=scheme, workloads=workload,
+            workers=workers, executor=executor, ray_address=ray_address, progress=cb,
+        )  # fmt: skip
+    if as_json:
+        _emit(r.json_rows())
+        return
+    t = Table("metric", "scheme", "paper", "leoguard", "unit")
+    for row in r.table:
+        t.add_row(row["metric"], row["scheme"], str(row["paper"]), str(row["leoguard"]), row["unit"])
+    console.print(t)
+    for k, v in r.sweep.failed.items():
+        console.print(f"[red]failed[/] {k}: {v}")
+    console.print(f"report: {r.report}; figures and table.json in {out}; runs in {store}")
+    if r.sweep.failed:
+        raise typer.Exit(1)
+
+
+@reproduce_app.command("startcp")
+def reproduce_startcp(
+    experiment: Annotated[
+        list[str] | None, typer.Option("--experiment", "-e", help="two-path and/or nyc-lon (default: both).")
+    ] = None,
+    duration_s: Annotated[float, typer.Option("--duration", help="Seconds per run (62 covers 4 handovers).")] = 62.0,
+    seed: Annotated[int, typer.Option(help="Run seed.")] = 1,
+    as_json: JsonOpt = False,
+) -> None:
+    """StarTCP (papers/startcp.txt) in the simulator: the paper's two-path experiment (Fig 3: 40 Mbit/s,
+    100 ms RTT, a switch every 15 s with a 100 ms interruption) and Starlink New York - London, BBR (and
+    CUBIC) against StarTCP. With --json, prints one row per handover of each run: {experiment, engine,
+    scheme, handover, t_s, throughput_mbps, lost_packets, predicted_error_ms}."""
+    from leoguard.reproduce.startcp import PAPER, reproduce
+
+    exps = tuple(experiment or ("two-path", "nyc-lon"))
+    bad = [e for e in exps if e not in ("two-path", "nyc-lon")]
+    if bad:
+        raise LeoguardError(f"--experiment {bad[0]!r}: choose two-path or nyc-lon")
+    if not 16.0 <= duration_s <= 3600.0:
+        raise LeoguardError(f"--duration {duration_s}: must be in [16, 3600] s (at least one handover)")
+    r = reproduce(exps, duration_s=duration_s, seed=seed)
+    if as_json:
+        _emit(r.rows)
+        return
+    t = Table("experiment", "scheme", "handover", "t (s)", "Mbit/s in its second", "lost", "pred. error (ms)")
+    for row in r.rows:
+        err = row["predicted_error_ms"]
+        cells = [row["experiment"], row["scheme"], str(row["handover"]), f"{row['t_s']:.1f}"]
+        cells += [f"{row['throughput_mbps']:.1f}", str(row["lost_packets"]), "-" if err is None else f"{err:.1f}"]
+        t.add_row(*cells)
+    console.print(t)
+    for k, v in PAPER.items():
+        console.print(f"paper, {k}: {v}")
+
+
+@reproduce_app.command("liquid")
+def reproduce_liquid(
+    scenario: Annotated[Path | None, typer.Option(help="Scenario (default scenarios/liquid-oneweb.toml).")] = None,
+    flow_s: Annotated[float | None, typer.Option("--flow-s", help="Shorten the flow to this many seconds.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
+    out: Annotated[Path, typer.Option(help="Directory for liquid.png, table.md and rows.json.")] = Path(
+        "out/reproduce-liquid"
+    ),
+    as_json: JsonOpt = False,
+) -> None:
+    """Liquid data transport over OneWeb (papers/liquid-data-oneweb.txt): TCP at a 10 Mbit/s target with
+    ~1 % added loss, CUBIC and BBR, each with and without the RaptorQ tunnel. With --json, prints rows
+    {cc, tunnel, goodput_bps, retransmissions, ...}."""
+    from leoguard.reproduce.liquid import SCENARIO, reproduce
+
+    r = reproduce(scenario or SCENARIO, out=out, flow_s=flow_s, seed=seed)
+    if as_json:
+        _emit(r.json_rows())
+        return
+    t = Table("cc", "tunnel", "goodput (Mbit/s)", "retransmissions", "paper retransmissions")
+    from leoguard.reproduce.liquid import PAPER
+
+    for row in r.rows:
+        p = PAPER[(row["cc"], row["tunnel"])]["retransmissions"]
+        t.add_row(row["cc"], str(row["tunnel"]), f"{row['goodput_bps'] / 1e6:.2f}", str(row["retransmissions"]),
+                  "-" if p is None else str(p))  # fmt: skip
+    console.print(t)
+    console.print(f"figure: {r.figure}; table: {r.table}")
