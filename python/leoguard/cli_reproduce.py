@@ -96,21 +96,42 @@ def reproduce_startcp(
     ] = None,
     duration_s: Annotated[float, typer.Option("--duration", help="Seconds per run (62 covers 4 handovers).")] = 62.0,
     seed: Annotated[int, typer.Option(help="Run seed.")] = 1,
+    out: Annotated[
+        Path | None, typer.Option(help="Also write the per-second figure of each experiment here (PNG).")
+    ] = None,
+    study: Annotated[
+        bool,
+        typer.Option(
+            "--study",
+            help="Instead: the prediction study (two-path with fixed, random, missed and spurious "
+            "interruptions, --seeds seeds of --duration s each).",
+        ),
+    ] = False,
+    seeds: Annotated[int, typer.Option(help="Seeds per case of --study.")] = 5,
     as_json: JsonOpt = False,
 ) -> None:
     """StarTCP (papers/startcp.txt) in the simulator: the paper's two-path experiment (Fig 3: 40 Mbit/s,
     100 ms RTT, a switch every 15 s with a 100 ms interruption) and Starlink New York - London, BBR (and
-    CUBIC) against StarTCP. With --json, prints one row per handover of each run: {experiment, engine,
-    scheme, handover, t_s, throughput_mbps, lost_packets, predicted_error_ms}."""
+    CUBIC and SaTCP) against StarTCP. With --json, prints one row per handover of each run: {experiment,
+    engine, scheme, handover, t_s, throughput_mbps, lost_packets, predicted_error_ms}; with --study
+    --json, {"summary": [one row per case], "rows": [one row per switch or spurious stall]}."""
     from leoguard.reproduce.startcp import PAPER, reproduce
 
+    if not 16.0 <= duration_s <= 3600.0:
+        raise LeoguardError(f"--duration {duration_s}: must be in [16, 3600] s (at least one handover)")
+    if study:
+        _startcp_study(seeds, duration_s, as_json)
+        return
     exps = tuple(experiment or ("two-path", "nyc-lon"))
     bad = [e for e in exps if e not in ("two-path", "nyc-lon")]
     if bad:
         raise LeoguardError(f"--experiment {bad[0]!r}: choose two-path or nyc-lon")
-    if not 16.0 <= duration_s <= 3600.0:
-        raise LeoguardError(f"--duration {duration_s}: must be in [16, 3600] s (at least one handover)")
     r = reproduce(exps, duration_s=duration_s, seed=seed)
+    if out is not None:
+        from leoguard.reproduce.startcp_study import per_second_figure
+
+        for e in exps:
+            per_second_figure(r.runs, out / f"startcp-{e}-per-second.png", e)
     if as_json:
         _emit(r.rows)
         return
@@ -123,6 +144,27 @@ def reproduce_startcp(
     console.print(t)
     for k, v in PAPER.items():
         console.print(f"paper, {k}: {v}")
+
+
+def _startcp_study(seeds: int, duration_s: float, as_json: bool) -> None:
+    from leoguard.reproduce.startcp_study import study
+
+    if not 1 <= seeds <= 100:
+        raise LeoguardError(f"--seeds {seeds}: must be in [1, 100]")
+    s = study(seeds=tuple(range(1, seeds + 1)), duration_s=duration_s)
+    summary = s.summary()
+    if as_json:
+        _emit({"summary": summary, "rows": s.rows})
+        return
+    cols = ["case", "switches", "interrupted", "predicted", "abs_error_ms_p50", "abs_error_ms_p90"]
+    cols += ["abs_error_ms_max", "spurious_stalls", "lost_per_predicted_interrupted_second"]
+    cols += ["bbr_lost_per_interrupted_second", "mbps_per_switch_second", "bbr_mbps_per_switch_second"]
+    heads = ["case", "switches", "interrupted", "stalled for", "|err| p50 ms", "p90", "max", "false stalls"]
+    heads += ["lost/s StarTCP*", "lost/s BBR", "Mbit/s StarTCP", "Mbit/s BBR"]
+    t = Table(*heads, caption="lost/s: packets lost in an interrupted switch's second (*: those StarTCP stalled for)")
+    for row in summary:
+        t.add_row(*("-" if row[c] is None else str(row[c]) for c in cols))
+    console.print(t)
 
 
 @reproduce_app.command("liquid")

@@ -284,14 +284,21 @@ fn handover_reports(
     ends: &[Option<u32>],
     rng: &mut leoguard_core::RngStream,
 ) -> Vec<Instant> {
+    reports_of(info.handovers.iter().filter(|h| ends.contains(&Some(h.ground.0))).map(|h| h.t), rng)
+}
+
+/// The same reports for a `leo-path` topology: its one path joins its two ends, so every handover
+/// interruption of either end is on it.
+fn leo_handover_reports(leo: &crate::leo::LeoPath, rng: &mut leoguard_core::RngStream) -> Vec<Instant> {
+    reports_of(leo.interruptions.iter().map(|h| h.t), rng)
+}
+
+fn reports_of(handovers: impl Iterator<Item = Instant>, rng: &mut leoguard_core::RngStream) -> Vec<Instant> {
     const REPORT_LEAD: f64 = 0.5;
     const REPORT_ERROR: f64 = 0.1;
-    let mut out: Vec<Instant> = info
-        .handovers
-        .iter()
-        .filter(|h| ends.contains(&Some(h.ground.0)))
-        .map(|h| {
-            let t = h.t.as_nanos() as f64 / 1e9 - REPORT_LEAD + rng.uniform_range(-REPORT_ERROR, REPORT_ERROR);
+    let mut out: Vec<Instant> = handovers
+        .map(|t| {
+            let t = t.as_nanos() as f64 / 1e9 - REPORT_LEAD + rng.uniform_range(-REPORT_ERROR, REPORT_ERROR);
             Instant((t.max(0.0) * 1e9) as u64)
         })
         .collect();
@@ -411,10 +418,12 @@ impl Running {
                     src.start_at = f.start;
                     src.tc = f.tc;
                     src.delay_every = s.app_delay_every;
+                    let mut rng = leoguard_core::stream(s.seed, &format!("satcp-reports/{i}"));
                     if let (Some(c), Some(info)) = (&s.constellation, &topo_info) {
                         let ends = [c.ground_of(f.src), c.ground_of(f.dst)];
-                        let mut rng = leoguard_core::stream(s.seed, &format!("satcp-reports/{i}"));
                         src.handover_reports = handover_reports(info, &ends, &mut rng);
+                    } else if let Some(leo) = &s.leo {
+                        src.handover_reports = leo_handover_reports(leo, &mut rng);
                     }
                     let rx = match star {
                         Some(st) => TcpReceiver::with_startcp(cfg, st.config).map_err(|e| bad_star(&e))?,

@@ -62,8 +62,9 @@ pub trait LeadPolicy: Debug + Send {
 }
 
 /// StarTCP's heuristic lead (§2.2 "empty the inflight packets before t_handover"): the time the
-/// bytes in flight take to drain at the current delivery rate, plus `gain` smoothed RTT deviations
-/// and a fixed `margin`.
+/// bytes in flight take to drain at the current delivery rate, at least the one-way delay (what is
+/// sent later is on the path when the handover comes), plus `gain` smoothed RTT deviations and a
+/// fixed `margin`.
 ///
 /// The rate is the highest delivery-rate sample of the last n state intervals (the bottleneck rate
 /// as BBR sees it), else the ACK rate; with neither, the drain time is one SRTT, and with no RTT
@@ -99,6 +100,10 @@ impl LeadPolicy for HeuristicLead {
             None if s.srtt > Duration::ZERO => s.srtt,
             None => return self.max_lead,
         };
+        // A packet sent less than one OWD before the handover is still on the path when it goes:
+        // with few bytes in flight (BBR's ProbeRTT, a window just reopened) the drain time alone
+        // would stall too late.
+        let drain = drain.max(s.owd);
         let var = Duration::from_secs_f64(s.rttvar.as_secs_f64() * self.gain);
         Duration(drain.0.saturating_add(var.0).saturating_add(self.margin.0))
     }

@@ -448,6 +448,9 @@ fn the_heuristic_lead_is_the_drain_time_plus_the_margins() {
     let none = LeadState { delivery_rate: None, ack_rate: Bps(0), srtt: Duration::ZERO, ..s };
     assert_eq!(h.lead(&none), cfg.max_lead);
     assert_eq!(s.features(), [60.0, 4.0, 30.0, 25.0, 900.0]);
+    // Few bytes in flight (BBR's ProbeRTT: 4 packets drain in 1.2 ms): what is sent later than one
+    // OWD before the handover is still on the path, so the lead is at least the OWD.
+    assert_eq!(h.lead(&LeadState { in_flight: 4 * 1500, ..s }), ms(25 + 13));
 }
 
 #[test]

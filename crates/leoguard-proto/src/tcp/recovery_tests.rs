@@ -342,3 +342,68 @@ fn a_timeout_during_fast_recovery_is_not_judged_by_frto() {
     tx.on_ack(t2 + Duration::from_millis(1), &sack_ack(0, &[(1, 20)], Some(t0)));
     assert_eq!((tx.stats.undos, tx.stats.frto_undos), (0, 0), "{:?}", tx.stats);
 }
+
+/// Records every rate sample the sender gives its controller.
+#[derive(Debug)]
+struct RateSpy(Aimd, std::sync::Arc<std::sync::Mutex<Vec<crate::cc::RateSample>>>);
+
+impl crate::cc::CongestionControl for RateSpy {
+    fn name(&self) -> &'static str {
+        "spy"
+    }
+    fn on_sent(&mut self, now: Instant, bytes: u64, in_flight: u64) {
+        self.0.on_sent(now, bytes, in_flight)
+    }
+    fn on_ack(&mut self, now: Instant, ack: &crate::cc::AckEvent) {
+        if let Some(r) = ack.rate {
+            self.1.lock().unwrap().push(r);
+        }
+        self.0.on_ack(now, ack)
+    }
+    fn on_congestion_event(&mut self, now: Instant, in_flight: u64) {
+        self.0.on_congestion_event(now, in_flight)
+    }
+    fn on_recovery_end(&mut self, now: Instant) {
+        self.0.on_recovery_end(now)
+    }
+    fn on_rto(&mut self, now: Instant, in_flight: u64) {
+        self.0.on_rto(now, in_flight)
+    }
+    fn cwnd(&self) -> u64 {
+        self.0.cwnd()
+    }
+    fn ssthresh(&self) -> u64 {
+        self.0.ssthresh()
+    }
+    fn pacing_rate(&self) -> Option<Bps> {
+        self.0.pacing_rate()
+    }
+    fn state(&self) -> &'static str {
+        self.0.state()
+    }
+}
+
+#[test]
+fn the_rate_sample_of_a_resent_segment_starts_at_the_resend() {
+    // 20 segments, segment 0 lost; SACKs for 1..20 deliver 19 segments, then segment 0 is resent
+    // and its ACK is the only thing that ACK delivers. Its sample must count from the resend
+    // (prior_delivered = the 19 delivered by then, interval = one RTT), as Linux's
+    // tcp_rate_skb_sent does on every transmission: from the first sending it would claim 20
+    // segments over two RTTs and a prior_delivered of 0, so a round-counting controller (BBR) would
+    // see no round end for as long as recovery lasts.
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let spy = RateSpy(Aimd { cwnd: 20 * MSS, mss: MSS }, log.clone());
+    let mut tx = TcpSender::new(linux(), Box::new(spy), None);
+    let t0 = Instant(1_000_000_000);
+    assert_eq!(send_all(&mut tx, t0).len(), 20);
+    let t1 = t0 + Duration::from_millis(40);
+    tx.on_ack(t1, &sack_ack(0, &[(1, 20)], Some(t0)));
+    let resent: Vec<Segment> = send_all(&mut tx, t1).into_iter().filter(|s| s.retransmission).collect();
+    assert_eq!(resent.iter().map(|s| s.seq).collect::<Vec<_>>(), vec![0]);
+    let t2 = t1 + Duration::from_millis(40);
+    tx.on_ack(t2, &sack_ack(20, &[], Some(t1)));
+    let last = *log.lock().unwrap().last().unwrap();
+    assert_eq!(last.prior_delivered, 19 * MSS, "{last:?}");
+    assert_eq!(last.delivered, MSS);
+    assert_eq!(last.interval, Duration::from_millis(40));
+}

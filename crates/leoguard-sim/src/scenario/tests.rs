@@ -319,6 +319,30 @@ fn on_a_congested_lossy_link_satguard_resends_what_the_link_lost_and_the_drops_s
 }
 
 #[test]
+fn a_leo_path_reports_both_ends_handovers_to_satcp() {
+    use crate::leo::{LeoInterruption, LeoPath, LeoStep};
+    let ms = Duration::from_millis;
+    let path = LeoPath {
+        steps: vec![LeoStep { t: Instant(0), sats: vec![10], hop_delays: vec![ms(5), ms(5)] }],
+        interruptions: vec![
+            LeoInterruption { t: Instant(27_000_000_000), end: 1, duration: ms(80) },
+            LeoInterruption { t: Instant(12_000_000_000), end: 0, duration: ms(120) },
+        ],
+        rate: leoguard_core::Bps::mbps(100),
+        queue: crate::engine::QueueLimit::Packets(100),
+        gsl_loss: LossSpec::None,
+        isl_loss: LossSpec::None,
+    };
+    let mut rng = leoguard_core::stream(1, "test");
+    let r = leo_handover_reports(&path, &mut rng);
+    assert_eq!(r.len(), 2, "{r:?}");
+    for (got, t) in r.iter().zip([12.0, 27.0]) {
+        let lead = t - got.as_nanos() as f64 / 1e9;
+        assert!((0.4..=0.6).contains(&lead), "{lead}");
+    }
+}
+
+#[test]
 fn satcp_reports_come_half_a_second_ahead_of_the_path_ends_handovers() {
     use crate::constellation::{PlannedHandover, TopoInfo};
     let h = |t_ms: u64, ground: u32| PlannedHandover {

@@ -357,12 +357,20 @@ impl TcpSender {
 
     /// Resends `flight[i]`; `was_lost`: it was marked lost (a probe resends one that was not).
     fn retransmit(&mut self, now: Instant, i: usize, was_lost: bool) -> Segment {
+        let (delivered, delivered_time, first_sent_time) = (self.delivered, self.delivered_time, self.first_sent_time);
         let s = &mut self.flight[i];
         s.lost = false;
         s.retrans = true;
         let counted = s.rout;
         s.rout = true;
         s.sent_at = now;
+        // Linux `tcp_rate_skb_sent` runs on every transmission: a resent segment's delivery-rate
+        // sample starts from the resend. Kept from the first sending, an ACK of a resend reported a
+        // `prior_delivered` from before the loss, so BBR never saw a round end while recovery lasted
+        // (its PROBE_RTT and packet conservation could not finish).
+        s.delivered = delivered;
+        s.delivered_time = delivered_time;
+        s.first_sent_time = first_sent_time;
         let seg = Segment { seq: s.seq, len: s.len, retransmission: true, ts: now, probe: false };
         let len = u64::from(s.len);
         if !counted {
