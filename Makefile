@@ -76,6 +76,7 @@ bench: build ## Benchmarks: print figures, assert nothing
 	cargo bench -p leoguard-sim --bench chain
 	cargo bench -p leoguard-proto --bench satguard
 	cargo bench -p leoguard-proto --bench liquid
+	cargo bench -p leoguard-proto --bench leotp
 	$(VENV)/bin/leoguard bench fec --json
 	$(VENV)/bin/leoguard bench constellation --json
 	$(VENV)/bin/leoguard bench sim --json

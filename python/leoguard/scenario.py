@@ -265,12 +265,13 @@ class Flow(_Model):
     kind: Literal["tcp", "cbr", "web", "webrtc"]
     src: int | str
     dst: int | str
-    cc: Literal["newreno", "reno", "cubic", "bbr", "satcp", "startcp"] = "cubic"
+    cc: Literal["newreno", "reno", "cubic", "bbr", "satcp", "startcp", "hybla", "pcc-allegro", "pcc-vivace"] = "cubic"
     stack: Literal["kernel", "leoguard"] | None = None
     """(tcp, emulator only) Which TCP the emulated hosts run: "kernel" (Linux's, through iperf3) or
     "leoguard" (leoguard's own TCP, the simulator's code, over UDP: `leoguard-transport`, see
     docs/transport.md). Default: the kernel's when it has `cc` (cubic, bbr, reno/newreno), else
-    leoguard's (satcp). The simulator always runs leoguard's TCP and ignores this field."""
+    leoguard's (satcp, hybla, pcc-allegro, pcc-vivace). The simulator always runs leoguard's TCP and
+    ignores this field."""
     bytes: int | None = Field(default=None, gt=0)
     rate_mbps: float | None = Field(default=None, gt=0, le=100_000)
     size: int = Field(default=1200, ge=28, le=65535)

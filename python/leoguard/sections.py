@@ -192,7 +192,7 @@ class Startcp(_Model):
     and `lead_margin_ms`), "fixed" (`lead_ms`), "scripted" (`leads_ms`, one per handover: the training
     environment's actions) or "learnt" (the actor in `weights`, default the shipped policy)."""
 
-    base_cc: Literal["newreno", "reno", "cubic", "bbr", "satcp"] = "bbr"
+    base_cc: Literal["newreno", "reno", "cubic", "bbr", "satcp", "hybla", "pcc-allegro", "pcc-vivace"] = "bbr"
     period_s: float = Field(default=15.0, gt=0, le=3600)
     gap_threshold_ms: float = Field(default=11.0, gt=0)
     kde_bandwidth_ms: float = Field(default=30.0, gt=0)

@@ -2,6 +2,7 @@
 //! out: nothing here reads a clock, opens a socket or draws from a global random generator.
 
 pub mod cc;
+pub mod leotp;
 pub mod linkguardian;
 pub mod liquid;
 pub mod pep;

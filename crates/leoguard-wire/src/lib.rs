@@ -2,7 +2,7 @@
 //!
 //! SATGUARD carries HSeq, HAck and FSeq, 16 bits each, in IPv6 Hop-by-Hop options (SATGUARD §3.6);
 //! LinkGuardian's sequence numbers and ACKs travel the same way; StarTCP's signals ride in leoguard's
-//! own TCP packets as an experimental TCP option ([`startcp`]). leoguard's own TCP travels over UDP in
+//! own TCP packets as an experimental TCP option ([`startcp`]); LEOTP's 19-byte header is [`leotp`]. leoguard's own TCP travels over UDP in
 //! the `transport` format (`leoguard-transport`). Every format is a validated `Repr`
 //! with `parse(&[u8]) -> Result<_, WireError>` and `emit(&self, &mut [u8]) -> Result<usize, _>`;
 //! parsers never panic on any input (STYLE.md rules 6-7). Byte layouts: docs/wire.md.
@@ -10,6 +10,7 @@
 pub mod error;
 pub mod hbh;
 pub mod ipv6;
+pub mod leotp;
 pub mod options;
 pub mod packet;
 pub mod pcap;
@@ -23,6 +24,7 @@ pub use ipv6::{
     is_delay_sensitive_tc, read_traffic_class, write_traffic_class, Ipv6Repr, DSCP_EF, IPV6_HEADER_LEN,
     NEXT_HEADER_HOP_BY_HOP, NEXT_HEADER_NONE, NEXT_HEADER_UDP, TC_DELAY_SENSITIVE,
 };
+pub use leotp::{LeotpHeader, LeotpPacket, LeotpType, LEOTP_HEADER_LEN, LEOTP_MSS, LEOTP_MTU};
 pub use options::{
     LeoOption, LinkGuardianAck, LinkGuardianLoss, LinkGuardianSeq, SatguardFlow, SatguardHack, SatguardHop, BEAM_NONE,
 };

@@ -1,7 +1,8 @@
 """tcp flows on leoguard's own TCP in the emulator: `leoguard-transport` (docs/transport.md) runs the
 simulator's sans-IO TCP, with any controller of its registry, over UDP between the two hosts, in place of
 iperf3 and the kernel's TCP. A flow runs there when its `stack` is "leoguard", or when it names no stack
-and its `cc` is one the kernel does not have (satcp). Its figures land in the same columns as an iperf3
+and its `cc` is one the emulator's kernel stack does not offer (satcp, hybla, pcc-allegro, pcc-vivace:
+it runs cubic, bbr and reno). Its figures land in the same columns as an iperf3
 flow's: goodput and delivered bytes from the receiver, retransmissions (and RTOs, probes, DSACKs, undos,
 which iperf3 cannot give) from the sender, and a per-interval `series` like the simulator's."""
 

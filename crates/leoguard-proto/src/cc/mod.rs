@@ -9,7 +9,11 @@ use std::fmt::Debug;
 
 pub mod bbr;
 pub mod cubic;
+pub mod hybla;
 pub mod newreno;
+pub mod pcc;
+pub mod pcc_allegro;
+pub mod pcc_vivace;
 pub mod satcp;
 pub mod startcp;
 
@@ -115,14 +119,25 @@ pub trait CongestionControl: Debug + Send {
     fn owns_recovery_window(&self) -> bool {
         false
     }
+    /// A segment of `bytes` sent (or last resent) at `sent_at` was delivered, cumulatively or by SACK;
+    /// `rtt` is its RTT sample (none for a retransmission, Karn's rule). Called for each such segment
+    /// before the ACK's [`CongestionControl::on_ack`]; a segment marked lost and delivered before it
+    /// was resent is not reported (its loss was). Rate-based controllers (PCC) attribute it to the
+    /// monitor interval it was sent in; window-based ones ignore it.
+    fn on_packet_delivered(&mut self, _now: Instant, _sent_at: Instant, _bytes: u64, _rtt: Option<Duration>) {}
+    /// A segment of `bytes` sent (or last resent) at `sent_at` was marked lost (RACK, DupThresh or the
+    /// retransmission timer).
+    fn on_packet_lost(&mut self, _now: Instant, _sent_at: Instant, _bytes: u64) {}
 }
 
 /// Names accepted by [`build`].
-pub const ALGORITHMS: &[&str] = &["newreno", "cubic", "bbr", "satcp", "startcp"];
+pub const ALGORITHMS: &[&str] = &["newreno", "cubic", "bbr", "satcp", "startcp", "hybla", "pcc-allegro", "pcc-vivace"];
 
 /// Unknown algorithm name.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("unknown congestion control '{0}' (known: newreno, cubic, bbr, satcp, startcp)")]
+#[error(
+    "unknown congestion control '{0}' (known: newreno, cubic, bbr, satcp, startcp, hybla, pcc-allegro, pcc-vivace)"
+)]
 pub struct UnknownAlgorithm(pub String);
 
 /// The registry: builds a controller by name for a sender with maximum segment size `mss` and an
@@ -135,6 +150,10 @@ pub fn build(name: &str, mss: u64, init_cwnd_segments: u64) -> Result<Box<dyn Co
         "satcp" => Ok(Box::new(satcp::Satcp::new(mss, init_cwnd_segments))),
         // StarTCP over BBR (the paper's §3); other bases: `startcp::build_cc`.
         "startcp" => Ok(Box::new(startcp::StartcpCc::new(Box::new(bbr::Bbr::new(mss, init_cwnd_segments))))),
+        "hybla" => Ok(Box::new(hybla::Hybla::new(mss, init_cwnd_segments))),
+        // Seed 0, as BBR's: deterministic; `with_seed` gives a flow its own stream.
+        "pcc-allegro" => Ok(Box::new(pcc_allegro::Allegro::new(mss, init_cwnd_segments))),
+        "pcc-vivace" => Ok(Box::new(pcc_vivace::Vivace::new(mss, init_cwnd_segments))),
         other => Err(UnknownAlgorithm(other.to_string())),
     }
 }

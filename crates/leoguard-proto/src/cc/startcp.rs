@@ -7,7 +7,7 @@
 //! low rate samples. This wrapper only gives telemetry the scheme's name.
 
 use super::{AckEvent, CongestionControl};
-use leoguard_core::{Bps, Instant};
+use leoguard_core::{Bps, Duration, Instant};
 
 /// A registry controller reporting itself as `startcp`.
 #[derive(Debug)]
@@ -66,5 +66,11 @@ impl CongestionControl for StartcpCc {
     }
     fn owns_recovery_window(&self) -> bool {
         self.inner.owns_recovery_window()
+    }
+    fn on_packet_delivered(&mut self, now: Instant, sent_at: Instant, bytes: u64, rtt: Option<Duration>) {
+        self.inner.on_packet_delivered(now, sent_at, bytes, rtt);
+    }
+    fn on_packet_lost(&mut self, now: Instant, sent_at: Instant, bytes: u64) {
+        self.inner.on_packet_lost(now, sent_at, bytes);
     }
 }

@@ -11,13 +11,14 @@ impl TcpSender {
         if self.rec.rack {
             self.rack_detect(now)
         } else {
-            self.legacy_detect(newest_delivered_sent_at)
+            self.legacy_detect(now, newest_delivered_sent_at)
         }
     }
 
-    pub(super) fn mark_lost(&mut self, i: usize) {
+    pub(super) fn mark_lost(&mut self, now: Instant, i: usize) {
         let s = &mut self.flight[i];
         s.lost = true;
+        self.cc.on_packet_lost(now, s.sent_at, u64::from(s.len));
         if s.rout {
             s.rout = false;
             self.retrans_out -= 1;
@@ -54,7 +55,7 @@ impl TcpSender {
                 timer = Some(due);
                 break;
             }
-            self.mark_lost(i);
+            self.mark_lost(now, i);
             newly = true;
             self.loss_scan_seq = s.end();
             i += 1;
@@ -79,7 +80,7 @@ impl TcpSender {
                 break;
             }
             self.retx.pop_front();
-            self.mark_lost(i);
+            self.mark_lost(now, i);
             newly = true;
         }
         self.reo_deadline = timer;
@@ -88,7 +89,7 @@ impl TcpSender {
 
     /// The earlier model: DupThresh (3 segments SACKed above) for originals, RACK with a zero window
     /// for retransmissions.
-    pub(super) fn legacy_detect(&mut self, newest_delivered_sent_at: Instant) -> bool {
+    pub(super) fn legacy_detect(&mut self, now: Instant, newest_delivered_sent_at: Instant) -> bool {
         let thresh = 3 * u64::from(self.cfg.mss);
         let mut newly = false;
         // Each original is classified once, so the scan resumes where the last one stopped.
@@ -101,7 +102,7 @@ impl TcpSender {
             }
             self.loss_scan_seq = s.seq + 1;
             if !s.sacked && !s.lost && !s.retrans {
-                self.mark_lost(i);
+                self.mark_lost(now, i);
                 newly = true;
             }
         }
@@ -113,7 +114,7 @@ impl TcpSender {
             if let Some(i) = self.index_of(seq) {
                 let s = self.flight[i];
                 if s.retrans && !s.sacked && !s.lost && s.sent_at == at {
-                    self.mark_lost(i);
+                    self.mark_lost(now, i);
                     newly = true;
                 }
             }

@@ -589,6 +589,8 @@ impl TcpSender {
             bytes_acked += u64::from(s.len);
             if !s.lost {
                 self.pipe -= u64::from(s.len);
+                let sample = (!s.retrans).then(|| now.saturating_duration_since(s.sent_at));
+                self.cc.on_packet_delivered(now, s.sent_at, u64::from(s.len), sample);
             }
             if !s.retrans {
                 rtt = Some(now.saturating_duration_since(s.sent_at));
@@ -644,6 +646,8 @@ impl TcpSender {
                 bytes_acked += u64::from(s.len);
                 if !s.lost {
                     self.pipe -= u64::from(s.len);
+                    let sample = (!s.retrans).then(|| now.saturating_duration_since(s.sent_at));
+                    self.cc.on_packet_delivered(now, s.sent_at, u64::from(s.len), sample);
                 }
                 s.lost = false;
                 if s.rout {
