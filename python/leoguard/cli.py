@@ -15,6 +15,7 @@ from rich.table import Table
 
 from leoguard.cli_common import JsonOpt, StoreOpt, _emit, console
 from leoguard.cli_reproduce import reproduce_app
+from leoguard.cli_train import train_app
 from leoguard.errors import LeoguardError
 
 app = typer.Typer(help="leoguard: concealing packet loss in LEO satellite networks.", no_args_is_help=True)
@@ -38,6 +39,7 @@ app.add_typer(emu_app, name="emu")
 validate_app = typer.Typer(help="Cross-validation of the engines.", no_args_is_help=True)
 app.add_typer(validate_app, name="validate")
 app.add_typer(reproduce_app, name="reproduce")
+app.add_typer(train_app, name="train")
 TleOpt = Annotated[Path | None, typer.Option("--tle", help="Use satellites from this 3-line TLE file instead.")]
 
 
