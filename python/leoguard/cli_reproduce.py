@@ -1,5 +1,5 @@
 """`leoguard reproduce ...`: the one-command reproductions of published results (SATGUARD, StarTCP,
-liquid data), side by side with the papers' numbers."""
+liquid data, LEOTP), side by side with the papers' numbers."""
 
 from __future__ import annotations
 
@@ -195,3 +195,44 @@ def reproduce_liquid(
                   "-" if p is None else str(p))  # fmt: skip
     console.print(t)
     console.print(f"figure: {r.figure}; table: {r.table}")
+
+
+@reproduce_app.command("leotp")
+def reproduce_leotp(
+    quick: Annotated[bool, typer.Option("--quick", help="The reduced experiment (the default; ~1 min).")] = True,
+    full: Annotated[bool, typer.Option("--full", help="Every loss level and period, 120 s runs.")] = False,
+    experiment: Annotated[
+        list[str] | None,
+        typer.Option("--experiment", "-e", help="fig12, table2, fig13 and/or fig11 (default: all; repeatable)."),
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Directory for the figures, report.md and rows.json.")] = Path(
+        "out/reproduce-leotp"
+    ),
+    store: StoreOpt = Path("results"),
+    workers: WorkersOpt = 2,
+    as_json: JsonOpt = False,
+) -> None:
+    """LEOTP (ICDCS'23): the loss sweep (Fig 12), Starlink shell 1 with the ablation A-D (Table II,
+    Fig 17), link switching (Fig 13) and bytes sent (Fig 11), paper beside leoguard. With --json,
+    prints rows {experiment, engine, scheme, variant, pair, loss_pct, throughput_mbps, owd_ms,
+    paper_throughput_mbps, paper_owd_ms, diff_pct, why, ...}."""
+    from leoguard.reproduce.leotp import reproduce
+
+    bar, cb = _sweep_progress(not as_json)
+    with bar:
+        r = reproduce("full" if full else "quick", store=store, out=out, experiments=experiment, workers=workers,
+                      progress=cb)  # fmt: skip
+    if as_json:
+        _emit(r.rows)
+        return
+    t = Table("experiment", "case", "scheme", "Mbit/s", "paper", "diff %", "OWD ms", "paper OWD")
+    for row in r.rows:
+        case = row.get("pair") or str(row.get("switch_every_s") or row["loss_pct"])
+        name = f"{row['scheme']}-{row['variant']}" if row["variant"] else row["scheme"]
+        t.add_row(*(("-" if x is None else str(x)) for x in (
+            row["experiment"], case, name, row["throughput_mbps"], row["paper_throughput_mbps"], row["diff_pct"],
+            row["owd_ms"], row["paper_owd_ms"])))  # fmt: skip
+    console.print(t)
+    console.print(f"report: {r.report}; figures: {', '.join(str(p) for p in r.figures)}")
+    if r.sweep.failed:
+        raise typer.Exit(1)

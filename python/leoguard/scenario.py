@@ -16,11 +16,12 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from leoguard import _core
 from leoguard.errors import LeoguardError, read_user_text
-from leoguard.sections import Capture, Emu, LinkGuardian, Liquid, Mpep, Satguard, Startcp, Tambur, Tcp, _Model
+from leoguard.sections import Capture, Emu, Leotp, LinkGuardian, Liquid, Mpep, Satguard, Startcp, Tambur, Tcp, _Model
 
 __all__ = [
     "Capture",
     "Emu",
+    "Leotp",
     "LinkGuardian",
     "Liquid",
     "Mpep",
@@ -260,9 +261,10 @@ class Flow(_Model):
     pages of the synthetic web corpus one after another (`web`, see docs/web.md), or a WebRTC video
     call (`webrtc`, docs/webrtc.md: `bitrate_mbps`, `fps`, `keyframe_interval_s` (0: key frames only
     at the start and on PLI), `fec` = "none" or "tambur", `nack` (default: on without FEC, off with
-    Tambur), and the model's finer parameters)."""
+    Tambur), and the model's finer parameters), or a LEOTP transfer (`leotp`: the producer at `src`,
+    the consumer at `dst`, `bytes` or bulk; see `[leotp]`)."""
 
-    kind: Literal["tcp", "cbr", "web", "webrtc"]
+    kind: Literal["tcp", "cbr", "web", "webrtc", "leotp"]
     src: int | str
     dst: int | str
     cc: Literal["newreno", "reno", "cubic", "bbr", "satcp", "startcp", "hybla", "pcc-allegro", "pcc-vivace"] = "cubic"
@@ -369,6 +371,7 @@ class Scenario(_Model):
     capture: Capture | None = None
     tcp: Tcp | None = None
     startcp: Startcp | None = None
+    leotp: Leotp | None = None
     emu: Emu = Emu()
 
     @model_validator(mode="after")
@@ -580,6 +583,7 @@ class Scenario(_Model):
             "liquid": self.liquid.model_dump(exclude_none=True) if self.liquid is not None else None,
             "tcp": self.tcp.model_dump(exclude_none=True) if self.tcp is not None else None,
             "startcp": self.startcp.core() if self.startcp is not None else None,
+            "leotp": self.leotp.core() if self.leotp is not None else None,
         }
 
     def _leo_core(self, loss: Any) -> dict[str, Any]:

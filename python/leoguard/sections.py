@@ -252,3 +252,58 @@ class Startcp(_Model):
                 raise LeoguardError(f"startcp.weights = {path}: cannot read it ({e})") from None
             out["weights_name"] = str(path)
         return out
+
+
+#: Table II's ablation variants: (in-network retransmission, hop-by-hop congestion control).
+LEOTP_VARIANTS: dict[str, tuple[bool, bool]] = {
+    "A": (True, True),
+    "B": (False, True),
+    "C": (True, False),
+    "D": (False, False),
+}
+
+
+class Leotp(_Model):
+    """LEOTP (docs/leotp.md) for the flows whose `kind` is "leotp": the producer runs at the flow's
+    `src`, the consumer at its `dst`, and mid nodes on `mid_nodes` = "all" nodes between the ends,
+    "satellites" only (leo-path and constellation topologies), or a seeded random fraction of the
+    satellites (the paper's 25 % option: 0.25). `variant` picks Table II's ablation (A: full, B: no
+    cache/in-network retransmission, C: no hop-by-hop congestion control, D: neither); `in_network_retx`
+    and `hop_cc` set the two switches explicitly (not together with `variant`). `bl_tar_mss` is the mid
+    nodes' target backlog (Fig 14 sweeps 5-15); holes are confirmed after `hole_confirm_ms` ("time",
+    the authors' code) or `hole_confirm_packets` more packets ("count", the paper's Algorithm 1);
+    `paper` switches on every paper variant where code and paper differ."""
+
+    variant: Literal["A", "B", "C", "D"] | None = None
+    in_network_retx: bool | None = None
+    hop_cc: bool | None = None
+    mid_nodes: Literal["all", "satellites"] | float = "all"
+    bl_tar_mss: float = Field(default=5.0, gt=0, le=10_000)
+    hole_confirm: Literal["time", "count"] = "time"
+    hole_confirm_ms: float = Field(default=10.0, gt=0)
+    hole_confirm_packets: int = Field(default=5, ge=1, le=1_000_000)
+    hole_purge_ms: float = Field(default=200.0, gt=0)
+    cache_blocks: int = Field(default=20_000, ge=1, le=10_000_000)
+    queue_segments: int = Field(default=128, ge=1, le=32_767)
+    min_rtt_window_ms: float = Field(default=10_000.0, gt=0)
+    paper: bool = False
+
+    @model_validator(mode="after")
+    def _switches(self) -> Leotp:
+        if self.variant is not None and (self.in_network_retx is not None or self.hop_cc is not None):
+            raise ValueError("give variant or the switches in_network_retx / hop_cc, not both")
+        if isinstance(self.mid_nodes, float) and not 0 < self.mid_nodes <= 1:
+            raise ValueError(f"mid_nodes = {self.mid_nodes}: a fraction must be in (0, 1]")
+        if self.hole_confirm == "time" and self.hole_confirm_ms >= self.hole_purge_ms:
+            raise ValueError(f"hole_confirm_ms = {self.hole_confirm_ms} must be shorter than hole_purge_ms")
+        return self
+
+    def core(self) -> dict:
+        """The Rust core's `leotp` dict."""
+        retx, hop = LEOTP_VARIANTS[self.variant or "A"]
+        out = self.model_dump(exclude={"variant"})
+        out["in_network_retx"] = retx if self.in_network_retx is None else self.in_network_retx
+        out["hop_cc"] = hop if self.hop_cc is None else self.hop_cc
+        if self.hole_confirm == "count":
+            out.pop("hole_confirm_ms")
+        return out

@@ -107,6 +107,8 @@ class Results:
     """Counters of the `[tambur]` slot scheme, when it runs."""
     liquid: dict[str, int] | None = None
     """Counters of the `[liquid]` tunnel ends summed over nodes, when it runs (docs/liquid.md)."""
+    leotp: dict[str, int] | None = None
+    """Counters of the LEOTP mid nodes summed over nodes, when a run has LEOTP flows (docs/leotp.md)."""
 
     def summary(self) -> dict[str, Any]:
         """One JSON-able object: the scenario, seed, and per flow goodput, losses, retransmissions, OWD."""
@@ -132,6 +134,7 @@ class Results:
             **({"web": self.web_summary()} if not self.web.is_empty() else {}),
             **({"tambur": self.tambur} if self.tambur is not None else {}),
             **({"liquid": self.liquid} if self.liquid is not None else {}),
+            **({"leotp": self.leotp} if self.leotp is not None else {}),
             **({"webrtc": self.webrtc.to_dicts()} if not self.webrtc.is_empty() else {}),
         }
 
@@ -194,6 +197,7 @@ class Results:
             **({"mpep": self.mpep} if self.mpep is not None else {}),
             **({"tambur": self.tambur} if self.tambur is not None else {}),
             **({"liquid": self.liquid} if self.liquid is not None else {}),
+            **({"leotp": self.leotp} if self.leotp is not None else {}),
             **({"capture_missed": self.capture_missed} if self.capture is not None else {}),
             **self.meta,
         }
@@ -400,6 +404,7 @@ def _webrtc(res: Results, raw: dict[str, Any]) -> None:
     """The WebRTC tables and the Tambur counters (docs/webrtc.md, docs/tambur.md)."""
     res.tambur = raw.get("tambur")
     res.liquid = raw.get("liquid")
+    res.leotp = raw.get("leotp")
     if "webrtc" not in raw:
         return
     res.webrtc = pl.DataFrame(raw["webrtc"], schema_overrides={"flow": pl.UInt32})

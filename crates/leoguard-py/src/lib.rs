@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 mod emu;
+mod leotp;
 mod liquid;
 mod rtc;
 mod sim;

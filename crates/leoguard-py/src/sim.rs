@@ -112,9 +112,10 @@ pub(crate) fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
             "cbr" => FlowKind::Cbr { rate: Bps(need(f, "rate_bps")?), size: get(f, "size")?.unwrap_or(1200) },
             "web" => web_flow(f, i)?,
             "webrtc" => crate::rtc::webrtc_flow(f, i)?,
+            "leotp" => FlowKind::Leotp { bytes: get(f, "bytes")? },
             other => {
                 return Err(LeoguardError::new_err(format!(
-                    "unknown flows[{i}].kind '{other}' (known: tcp, cbr, web, webrtc)"
+                    "unknown flows[{i}].kind '{other}' (known: tcp, cbr, web, webrtc, leotp)"
                 )))
             }
         };
@@ -268,6 +269,7 @@ pub(crate) fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
     };
     Ok(Scenario {
         startcp: startcp(d)?,
+        leotp: crate::leotp::spec(d)?,
         satguard,
         linkguardian,
         mpep,
@@ -666,6 +668,7 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     out.set_item("web_objects", objects)?;
     crate::rtc::results(py, r, &out)?;
     crate::liquid::results(py, r, &out)?;
+    crate::leotp::results(r, &out)?;
     Ok(out)
 }
 

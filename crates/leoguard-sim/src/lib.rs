@@ -2,6 +2,7 @@
 
 pub mod capture;
 pub mod engine;
+pub mod leotp_agent;
 pub mod scenario;
 pub mod schemes;
 pub mod sim;

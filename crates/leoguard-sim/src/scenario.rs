@@ -12,7 +12,9 @@ use leoguard_net::topo::Topology;
 use leoguard_proto::cc;
 use leoguard_proto::tcp::{TcpConfig, TcpReceiver, TcpSender};
 
+mod leotp;
 mod results;
+pub use leotp::LeotpSpec;
 use results::{agent, collect};
 pub use results::{
     AppDelayRow, DropRow, FlowResult, InterruptionRow, LinkRow, LinkSeriesRow, PacketRow, RunResult, SeriesRow,
@@ -56,6 +58,12 @@ pub enum FlowKind {
     },
     /// A WebRTC video call (RTP over UDP with NACK/PLI, optional Tambur FEC; see `webrtc`).
     Webrtc(crate::webrtc::WebrtcConfig),
+    /// A LEOTP transfer (docs/leotp.md): the producer runs at `src`, the consumer at `dst`, mid
+    /// nodes between them as the scenario's `leotp` section places them.
+    Leotp {
+        /// Bytes to transfer (flow completion time is reported), or as many as the run allows.
+        bytes: Option<u64>,
+    },
 }
 
 /// A flow between two nodes.
@@ -118,6 +126,8 @@ pub struct Scenario {
     pub capture: Option<crate::capture::CaptureSpec>,
     /// StarTCP's configuration and lead policy for the TCP flows whose `cc` is `startcp`.
     pub startcp: StartcpSpec,
+    /// LEOTP's configuration and mid-node placement for the `leotp` flows.
+    pub leotp: LeotpSpec,
 }
 
 /// StarTCP on the scenario's `startcp` flows (docs/startcp.md): its configuration (the base
@@ -209,6 +219,7 @@ impl Scenario {
         if self.duration == Duration::ZERO {
             return Err(invalid("duration_s".into(), 0, "must be > 0"));
         }
+        leotp::validate(self)?;
         for (i, f) in self.flows.iter().enumerate() {
             if f.src >= self.nodes || f.dst >= self.nodes || f.src == f.dst {
                 return Err(invalid(
@@ -247,6 +258,7 @@ impl Scenario {
                     cfg.validate()
                         .map_err(|(field, value, reason)| invalid(format!("flows[{i}].{field}"), value, reason))?;
                 }
+                FlowKind::Leotp { .. } => {}
                 FlowKind::Cbr { rate, size } => {
                     if rate.0 == 0 || rate.0 > 100_000_000_000 {
                         return Err(invalid(format!("flows[{i}].rate_bps"), rate.0, "must be in (0, 100 Gbit/s]"));
@@ -323,6 +335,8 @@ pub struct Running {
     ends: Vec<(AgentId, AgentId)>,
     end: Instant,
     hooks: Vec<AgentId>,
+    /// LEOTP mid nodes.
+    leotp_hooks: Vec<AgentId>,
     /// M-PEP chains: (chain, source agent, flow index).
     chains: Vec<(crate::schemes::mpep::SharedChain, AgentId, usize)>,
     /// Scenario flow of each flow id (web connections have ids above the scenario's flows).
@@ -355,6 +369,7 @@ impl Running {
             sim.capture_at(&at, c.max_packets);
         }
         let mut hooks = crate::schemes::attach(s, &mut sim, topo_info.as_ref())?;
+        let leotp_hooks = leotp::attach_mid_nodes(s, &mut sim)?;
         let cfg = TcpConfig { recovery: s.tcp_recovery, ..TcpConfig::default() };
         let mut ends = Vec::with_capacity(s.flows.len());
         let mut chains = Vec::new();
@@ -485,6 +500,7 @@ impl Running {
                     (Box::new(src), Box::<Sink>::default())
                 }
                 FlowKind::Web { .. } => unreachable!("attached above"),
+                FlowKind::Leotp { bytes } => leotp::agents(s, i, f, *bytes)?,
                 FlowKind::Webrtc(cfg) => {
                     if let Some(at) = &mpep_at {
                         // RTP media and RTCP feedback share the flow id: both are relayed.
@@ -502,7 +518,7 @@ impl Running {
         if let Some(opts) = &s.tambur {
             hooks.extend(crate::schemes::tambur::attach(s, opts, &owner, &mut sim));
         }
-        Ok(Running { s: s.clone(), sim, ends, end, hooks, chains, owner, mpep_extra })
+        Ok(Running { s: s.clone(), sim, ends, end, hooks, leotp_hooks, chains, owner, mpep_extra })
     }
 
     /// The end of the run.
@@ -593,6 +609,9 @@ impl Running {
             }
             r.satguard = Some(total);
         }
+        if !self.leotp_hooks.is_empty() || self.s.flows.iter().any(|f| matches!(f.kind, FlowKind::Leotp { .. })) {
+            r.leotp = Some(leotp::totals(&self.sim, &self.leotp_hooks));
+        }
         if let (Some(spec), Some(tap)) = (&self.s.capture, self.sim.capture()) {
             use crate::capture::{to_pcap, FlowEnds, Scheme, Transport};
             let mut flows: Vec<FlowEnds> = (self.s.flows.iter())
@@ -601,7 +620,7 @@ impl Running {
                     dst: f.dst,
                     transport: match f.kind {
                         FlowKind::Tcp { .. } | FlowKind::Web { .. } => Transport::Tcp,
-                        FlowKind::Cbr { .. } | FlowKind::Webrtc(_) => Transport::Udp,
+                        FlowKind::Cbr { .. } | FlowKind::Webrtc(_) | FlowKind::Leotp { .. } => Transport::Udp,
                     },
                 })
                 .collect();

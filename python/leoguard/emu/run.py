@@ -74,10 +74,10 @@ def check(scenario: Scenario, spec: dict[str, Any]) -> list[list[tuple[int, int,
     returns each flow's path at t = 0 as (from, to, rate_bps, delay_ns) links."""
     tunnelled = liquid_flows(scenario)
     for i, f in enumerate(scenario.flows):
-        if f.kind == "webrtc":
+        if f.kind in ("webrtc", "leotp"):
             raise LeoguardError(
-                f"invalid flows[{i}].kind = {f.kind}: the emulator runs tcp, cbr and web flows (WebRTC on real "
-                "packets is not built yet)"
+                f"invalid flows[{i}].kind = {f.kind}: the emulator runs tcp, cbr and web flows (WebRTC and LEOTP "
+                "on real packets are not built yet)"
             )
         if f.kind == "web" and f.http != "2":
             raise LeoguardError(f"invalid flows[{i}].http = {f.http}: the emulator's web server speaks HTTP/2 only")

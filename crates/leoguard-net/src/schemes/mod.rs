@@ -1,6 +1,7 @@
 //! In-network schemes as per-hop hooks, written once against the host interface ([`crate::host`])
-//! so the simulator and the emulator run the same code: SATGUARD (all five techniques) and
-//! LinkGuardian. `build_hooks` decides which nodes run them and builds each node's hook.
+//! so the simulator and the emulator run the same code: SATGUARD (all five techniques),
+//! LinkGuardian and LEOTP's mid nodes (`leotp`, with its own placement and builder).
+//! `build_hooks` decides which nodes run SATGUARD or LinkGuardian and builds each node's hook.
 
 /// Declares a struct of `u64` counters with one list of fields: `+=` sums the fields before the `;`
 /// and keeps the largest of those after it, and `fields()` gives every counter with its name (the
@@ -36,6 +37,7 @@ macro_rules! counters {
     };
 }
 
+pub mod leotp;
 pub mod linkguardian;
 pub mod satguard;
 pub mod wire;

@@ -231,6 +231,8 @@ pub struct RunResult {
     pub tambur: Option<crate::schemes::tambur::TamburStats>,
     /// The liquid tunnel ends' counters (when `[liquid]` runs).
     pub liquid: Option<crate::schemes::liquid::LiquidStats>,
+    /// The LEOTP mid nodes' counters summed over nodes (when a run has LEOTP flows).
+    pub leotp: Option<leoguard_net::schemes::leotp::LeotpMidTotals>,
 }
 
 /// The TCP ends of a flow, plain or wrapped by M-PEP.
@@ -352,7 +354,7 @@ pub(super) fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], owne
                 fr.delivered_bytes = dst.received.len() as u64
                     * u64::from(match f.kind {
                         FlowKind::Cbr { size, .. } => size,
-                        FlowKind::Tcp { .. } | FlowKind::Web { .. } | FlowKind::Webrtc(_) => 0,
+                        FlowKind::Tcp { .. } | FlowKind::Web { .. } | FlowKind::Webrtc(_) | FlowKind::Leotp { .. } => 0,
                     });
                 // Lost = dropped by the network; packets still in flight at the end are not losses.
                 // Loss seen by the endpoint: packets sent at least a grace time (1 s, or half the
@@ -378,6 +380,7 @@ pub(super) fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], owne
                     });
                 }
             }
+            FlowKind::Leotp { .. } => super::leotp::flow_result(sim, i as u32, ends[i], &mut fr, &mut r),
             // Collected below.
             FlowKind::Webrtc(_) => {}
         }
@@ -392,7 +395,10 @@ pub(super) fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], owne
         }
         fr.goodput_bps = fr.delivered_bytes as f64 * 8.0 / fr.fct_s.unwrap_or(active).max(1e-9);
         fr.network_loss = lost_by_flow[i] as f64 / fr.packets_sent.max(1) as f64;
-        if matches!(f.kind, FlowKind::Tcp { .. } | FlowKind::Web { .. }) {
+        if let FlowKind::Leotp { .. } = f.kind {
+            fr.network_loss = super::leotp::data_loss(sim, i as u32, fr.packets_sent);
+        }
+        if matches!(f.kind, FlowKind::Tcp { .. } | FlowKind::Web { .. } | FlowKind::Leotp { .. }) {
             // TCP hides network loss from the application: the endpoint sees none (delivery is complete
             // and in order); what it pays is retransmissions and delay.
             fr.endpoint_loss = 0.0;

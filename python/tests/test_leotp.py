@@ -1,0 +1,165 @@
+"""LEOTP in the simulator (docs/leotp.md): a reduced quick reproduction asserting the paper's
+qualitative claims where leoguard reproduces them, strict xfails where it does not yet (they fail
+the suite the day the gap closes, so the docs get updated), and field-named errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from leoguard import LeoguardError
+from leoguard.reproduce import leotp as rl
+from leoguard.scenario import from_dict
+from leoguard.simulate import simulate
+
+#: The paper's 120 s: Hybla's result depends on it (it collapses in 30 s runs, recovers by 120 s).
+CHAIN_S = 120.0
+STARLINK_S = 20.0
+
+
+def _mbps(sc) -> float:
+    return simulate(sc).flows.row(0, named=True)["goodput_bps"] / 1e6
+
+
+@pytest.fixture(scope="module")
+def sweep() -> dict[tuple[str, float], float]:
+    """Fig 12 reduced: LEOTP, CUBIC and Hybla at 0, 0.1 and 1 % per-link loss, 120 s as the paper."""
+    return {(s, p): _mbps(rl.chain(s, p, CHAIN_S)) for s in ("leotp", "cubic", "hybla") for p in (0.0, 0.1, 1.0)}
+
+
+def test_leotp_holds_its_lossless_throughput_at_0_1_percent_while_cubic_collapses(sweep):
+    lossless = sweep[("leotp", 0.0)]
+    assert lossless > 16.0, lossless  # 20 Mbit/s links, slow start included
+    assert sweep[("leotp", 0.1)] >= 0.97 * lossless, sweep
+    assert sweep[("cubic", 0.1)] < 0.3 * sweep[("cubic", 0.0)], sweep
+
+
+def test_at_1_percent_leotp_keeps_most_of_it_and_far_outruns_cubic(sweep):
+    lossless = sweep[("leotp", 0.0)]
+    assert sweep[("leotp", 1.0)] >= 0.85 * lossless, sweep
+    assert sweep[("leotp", 1.0)] > 5 * sweep[("cubic", 1.0)], sweep
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="docs/leotp.md: leoguard's Hybla (rho^2 / cwnd per ACK at rho = SRTT / 25 ms ~ 13-20 on this "
+    "chain with its queue) regrows within seconds after each loss: it collapses in 30 s runs but averages "
+    "13-16 Mbit/s over 120 s, where the paper has 4.9 and 1.3",
+)
+def test_paper_claim_hybla_collapses_over_120_s(sweep):
+    assert sweep[("hybla", 0.1)] < 0.3 * sweep[("hybla", 0.0)], sweep
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="docs/leotp.md: at 1 % per link a hole is re-requested once; ~2 % of holes lose the re-request or "
+    "its answer and wait for the consumer's RTO, so leoguard keeps ~90 % of the lossless rate, not the "
+    "paper's 99 %",
+)
+def test_paper_claim_leotp_within_5_percent_of_lossless_at_1_percent(sweep):
+    assert sweep[("leotp", 1.0)] >= 0.95 * sweep[("leotp", 0.0)]
+
+
+@pytest.fixture(scope="module")
+def starlink() -> dict[str, tuple[float, float]]:
+    """BJ-HK over Starlink shell 1: variants A-D and BBR, (Mbit/s, mean OWD ms)."""
+    out = {}
+    for name, sc in [
+        *((v, rl.starlink("leotp", "BJ-HK", STARLINK_S, v)) for v in rl.VARIANTS),
+        ("bbr", rl.starlink("bbr", "BJ-HK", STARLINK_S)),
+    ]:
+        r = simulate(sc)
+        out[name] = (r.flows.row(0, named=True)["goodput_bps"] / 1e6, float(r.packets["owd_ms"].mean()))
+    return out
+
+
+def test_in_network_retransmission_adds_throughput_on_starlink(starlink):
+    # Table II: A (full) over B (no cache / in-network retransmission).
+    assert starlink["A"][0] > starlink["B"][0], starlink
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="docs/leotp.md: without hop CC the consumer's controller runs end to end and takes RTT samples "
+    "from mid nodes' cache answers (far shorter than the path), so it sees congestion all the time and "
+    "variant C collapses below D",
+)
+def test_paper_claim_ablation_orders_a_b_c_d(starlink):
+    t = [starlink[v][0] for v in rl.VARIANTS]
+    assert t == sorted(t, reverse=True), starlink
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="docs/leotp.md: leoguard's OWD of LEOTP counts from the producer's first send (recovery included) "
+    "and the mid nodes' backlog over ~40 constellation hops adds to it; BBR's counts per copy",
+)
+def test_paper_claim_leotp_owd_below_bbr_on_starlink(starlink):
+    assert starlink["A"][1] < starlink["bbr"][1], starlink
+
+
+def test_reproduce_writes_rows_figures_report_and_store(tmp_path):
+    plan = [
+        rl.SweepRun(rl.chain("leotp", 1.0, 5.0), "leotp", "fig12/1.0"),
+        rl.SweepRun(rl.chain("cubic", 1.0, 5.0), "cubic", "fig12/1.0"),
+    ]
+    rep = rl.reproduce(store=tmp_path / "store", out=tmp_path / "out", planned=plan, workers=1)
+    assert [r["scheme"] for r in rep.rows] == ["leotp", "cubic"]
+    keys = {"experiment", "engine", "scheme", "variant", "pair", "loss_pct", "throughput_mbps", "owd_ms",
+            "paper_throughput_mbps", "paper_owd_ms"}  # fmt: skip
+    for r in rep.rows:
+        assert keys <= r.keys()
+        assert r["engine"] == "sim" and r["paper_throughput_mbps"] is not None and r["why"]
+    assert json.loads((tmp_path / "out" / "rows.json").read_text()) == rep.rows
+    assert (tmp_path / "out" / "fig12_loss_sweep.png").stat().st_size > 0
+    assert "| fig12 |" in rep.report.read_text()
+    again = rl.reproduce(store=tmp_path / "store", out=None, planned=plan, workers=1)
+    assert len(again.sweep.skipped) == 2 and again.rows == rep.rows
+
+
+def _chain(leotp: dict, kind: str = "leotp") -> dict:
+    return {
+        "duration_s": 1,
+        "topology": {"kind": "chain", "hops": 3, "rate_mbps": 20, "delay_ms": 5},
+        "flows": [{"kind": kind, "src": 0, "dst": 3}],
+        "leotp": leotp,
+    }
+
+
+@pytest.mark.parametrize(
+    ("leotp", "field"),
+    [
+        ({"bl_tar_mss": -1}, "bl_tar_mss"),
+        ({"cache_blocks": 0}, "cache_blocks"),
+        ({"variant": "A", "hop_cc": False}, "variant"),
+        ({"mid_nodes": 1.5}, "mid_nodes"),
+        ({"variant": "E"}, "variant"),
+        ({"hole_confirm_ms": 300}, "hole_confirm_ms"),
+    ],
+)
+def test_bad_sections_are_refused_naming_the_field(leotp, field):
+    with pytest.raises(LeoguardError, match=field):
+        from_dict(_chain(leotp))
+
+
+def test_satellite_placement_needs_satellites_and_zero_bytes_is_refused():
+    with pytest.raises(LeoguardError, match=r"leotp\.mid_nodes"):
+        simulate(from_dict(_chain({"mid_nodes": "satellites"})))
+    d = _chain({})
+    d["flows"][0]["bytes"] = 0
+    with pytest.raises(LeoguardError, match=r"flows.0.bytes"):
+        from_dict(d)
+
+
+def test_a_fixed_transfer_delivers_every_byte_and_reports_mid_node_counters():
+    d = _chain({"mid_nodes": 0.5})
+    d["duration_s"] = 10
+    d["topology"]["loss"] = {"model": "bernoulli", "p": 0.01}
+    d["topology"]["loss_on"] = "all"
+    d["flows"][0]["bytes"] = 500_000
+    r = simulate(from_dict(d))
+    f = r.flows.row(0, named=True)
+    assert f["delivered_bytes"] == 500_000 and f["fct_s"] is not None
+    assert r.leotp is not None and r.leotp["nodes"] == 1  # round(2 * 0.5) of the 2 nodes between the ends
+    assert r.packets["seq"].n_unique() == r.packets.height
