@@ -81,9 +81,8 @@ def test_in_network_retransmission_adds_throughput_on_starlink(starlink):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="docs/leotp.md: without hop CC the consumer's controller runs end to end and takes RTT samples "
-    "from mid nodes' cache answers (far shorter than the path), so it sees congestion all the time and "
-    "variant C collapses below D",
+    reason="docs/leotp.md: variant C (in-network retransmission without hop CC) collapses below D; "
+    "the cause is not established (cache answers no longer give the end-to-end controller RTT samples)",
 )
 def test_paper_claim_ablation_orders_a_b_c_d(starlink):
     t = [starlink[v][0] for v in rl.VARIANTS]

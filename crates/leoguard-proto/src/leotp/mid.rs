@@ -23,6 +23,10 @@ use leoguard_core::{Instant, KeyMap};
 use leoguard_wire::leotp::{LeotpHeader, LeotpPacket, LeotpType, LEOTP_HEADER_LEN};
 use std::collections::VecDeque;
 
+/// Added to a cache answer's echo when hop CC is off: the requester's sample `now - ts` then wraps to
+/// about 2^31 ms, beyond any hop RTT it accepts.
+pub(crate) const NO_ECHO: u32 = 1 << 31;
+
 /// A mid node's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MidStats {
@@ -266,6 +270,11 @@ impl MidNode {
         let s = &self.sessions[i];
         let mut payload = self.pool.get();
         self.cache.read(s.flow, start, end, &mut payload);
+        // Without hop CC the consumer's controller runs end to end: a round trip to this node is no
+        // sample of the path's (it would set the min RTT far below the path's and the congestion
+        // signal would never clear). The answer carries a stamp half the clock ahead of the echo,
+        // which every requester drops as out of range (`cc::MAX_HOP_RTT_MS`).
+        let ts = if self.cfg.hop_cc { ts } else { ts.wrapping_add(NO_ECHO) };
         let header = LeotpHeader::data(start, end, s.last_wnd, ts);
         self.send_down(i, header, payload);
     }

@@ -280,6 +280,21 @@ fn interest_answered_from_the_cache() {
     assert_eq!(kinds(&out), vec![(Face::Downstream, false, 0, MSS)]);
     assert_eq!(out[0].1, data(0, MSS).1);
     assert_eq!((m.stats().cache_hits, m.stats().interests_forwarded), (1, 0));
+    // End to end (no hop CC) the answer gives the consumer's controller no round-trip sample: the
+    // consumer <-> this node round trip is not the path's.
+    let mut cc = HopCc::new(&LeotpConfig::default());
+    cc.on_data(&LeotpConfig::default(), ms(5), out[0].0.header.ts_ms, LEOTP_HEADER_LEN + MSS as usize, 0);
+    assert_eq!(cc.srtt(), None, "ts {}", out[0].0.header.ts_ms);
+    // With hop CC the same answer echoes the Interest's stamp (a sample of this hop).
+    let mut hop = MidNode::new(LeotpConfig::default()).expect("config");
+    feed_data(&mut hop, ms(0), 0, MSS);
+    drain(|b| hop.poll_transmit(ms(0), b));
+    hop.handle_packet(ms(5), F, Face::Downstream, LeotpHeader::interest(0, MSS, 1_000_000, 3), &[]);
+    let out = drain(|b| hop.poll_transmit(ms(6), b));
+    assert_eq!(
+        out.iter().filter(|(t, _)| !t.header.is_vph()).map(|(t, _)| t.header.ts_ms).collect::<Vec<_>>(),
+        vec![4]
+    );
     // Not cached: forwarded upstream untouched (no hop CC).
     let i = LeotpHeader::interest(MSS, 2 * MSS, 1_000_000, 3);
     m.handle_packet(ms(6), F, Face::Downstream, i, &[]);
