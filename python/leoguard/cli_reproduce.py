@@ -94,56 +94,108 @@ def reproduce_startcp(
     experiment: Annotated[
         list[str] | None, typer.Option("--experiment", "-e", help="two-path and/or nyc-lon (default: both).")
     ] = None,
-    duration_s: Annotated[float, typer.Option("--duration", help="Seconds per run (62 covers 4 handovers).")] = 62.0,
+    duration_s: Annotated[
+        float, typer.Option("--duration", help="Seconds per run (62 covers 4 handovers; emulated runs take as long).")
+    ] = 62.0,
     seed: Annotated[int, typer.Option(help="Run seed.")] = 1,
     out: Annotated[
-        Path | None, typer.Option(help="Also write the per-second figure of each experiment here (PNG).")
+        Path | None, typer.Option(help="Also write the per-second figure of each simulated experiment here (PNG).")
     ] = None,
     study: Annotated[
         bool,
         typer.Option(
             "--study",
             help="Instead: the prediction study (two-path with fixed, random, missed and spurious "
-            "interruptions, --seeds seeds of --duration s each).",
+            "interruptions, --seeds seeds of --duration s each; simulator).",
         ),
     ] = False,
     seeds: Annotated[int, typer.Option(help="Seeds per case of --study.")] = 5,
+    engine: Annotated[
+        str, typer.Option("--engine", help="sim, emu (the real-time emulator: two-path only) or both.")
+    ] = "sim",
+    kernel_bbr: Annotated[
+        bool, typer.Option("--kernel-bbr", help="On the emulator, also Linux's BBR (iperf3) as bbr-kernel.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """StarTCP (papers/startcp.txt) in the simulator: the paper's two-path experiment (Fig 3: 40 Mbit/s,
-    100 ms RTT, a switch every 15 s with a 100 ms interruption) and Starlink New York - London, BBR (and
-    CUBIC and SaTCP) against StarTCP. With --json, prints one row per handover of each run: {experiment,
-    engine, scheme, handover, t_s, throughput_mbps, lost_packets, predicted_error_ms}; with --study
-    --json, {"summary": [one row per case], "rows": [one row per switch or spurious stall]}."""
+    """StarTCP (papers/startcp.txt): the paper's two-path experiment (Fig 3: 40 Mbit/s, 100 ms RTT, a
+    switch every 15 s with a 100 ms interruption) and Starlink New York - London, BBR (and CUBIC and
+    SaTCP) against StarTCP, in the simulator; with --engine emu|both, the two-path experiment also on the
+    real-time emulator (leoguard-transport between two hosts: the same sans-IO code), rows side by side.
+    With --json, prints one row per handover of each run: {experiment, engine, scheme, handover, t_s,
+    throughput_mbps, lost_packets, predicted_error_ms}; with --study --json, {"summary": [one row per
+    case], "rows": [one row per switch or spurious stall]}."""
     from leoguard.reproduce.startcp import PAPER, reproduce
 
+    if engine not in ("sim", "emu", "both"):
+        raise LeoguardError(f"--engine {engine!r}: choose sim, emu or both")
     if not 16.0 <= duration_s <= 3600.0:
         raise LeoguardError(f"--duration {duration_s}: must be in [16, 3600] s (at least one handover)")
     if study:
         _startcp_study(seeds, duration_s, as_json)
         return
-    exps = tuple(experiment or ("two-path", "nyc-lon"))
+    default = ("two-path",) if engine == "emu" else ("two-path", "nyc-lon")
+    exps = tuple(experiment or default)
     bad = [e for e in exps if e not in ("two-path", "nyc-lon")]
     if bad:
         raise LeoguardError(f"--experiment {bad[0]!r}: choose two-path or nyc-lon")
-    r = reproduce(exps, duration_s=duration_s, seed=seed)
-    if out is not None:
-        from leoguard.reproduce.startcp_study import per_second_figure
+    if engine == "emu" and "nyc-lon" in exps:
+        raise LeoguardError("--engine emu: the emulator runs the two-path experiment only (-e two-path)")
+    rows: list = []
+    if engine != "emu":
+        r = reproduce(exps, duration_s=duration_s, seed=seed)
+        rows = r.rows
+        if out is not None:
+            from leoguard.reproduce.startcp_study import per_second_figure
 
-        for e in exps:
-            per_second_figure(r.runs, out / f"startcp-{e}-per-second.png", e)
+            for e in exps:
+                per_second_figure(r.runs, out / f"startcp-{e}-per-second.png", e)
+    late: list[str] = []
+    if engine != "sim" and "two-path" in exps:
+        rows += _startcp_emu_rows(duration_s, seed, kernel_bbr, late, quiet=as_json)
     if as_json:
-        _emit(r.rows)
+        _emit(rows)
         return
-    t = Table("experiment", "scheme", "handover", "t (s)", "Mbit/s in its second", "lost", "pred. error (ms)")
-    for row in r.rows:
-        err = row["predicted_error_ms"]
-        cells = [row["experiment"], row["scheme"], str(row["handover"]), f"{row['t_s']:.1f}"]
-        cells += [f"{row['throughput_mbps']:.1f}", str(row["lost_packets"]), "-" if err is None else f"{err:.1f}"]
-        t.add_row(*cells)
-    console.print(t)
+    _startcp_table(rows)
     for k, v in PAPER.items():
         console.print(f"paper, {k}: {v}")
+    for name in late:
+        console.print(f"[yellow]emulated {name} did not keep real time: its figures are distorted (rerun it)[/]")
+
+
+def _startcp_emu_rows(duration_s: float, seed: int, kernel_bbr: bool, late: list[str], quiet: bool) -> list[dict]:
+    """The two-path experiment on the emulator; the names of runs that fell behind real time go to `late`."""
+    from leoguard.reproduce.startcp import reproduce_emu
+
+    schemes = ("bbr", "startcp", "bbr-kernel") if kernel_bbr else ("bbr", "startcp")
+
+    def on_run(name: str, r) -> None:
+        if not r.emulator.get("realtime_ok", True):
+            late.append(name)
+        if not quiet:
+            Console(stderr=True).print(f"emulated two-path {name}: {r.wall_s:.0f} s")
+
+    return reproduce_emu(duration_s, seed, schemes, on_run=on_run).rows
+
+
+def _startcp_table(rows: list[dict]) -> None:
+    """Rows of both engines, each handover's sim and emu rows next to each other (Mbit/s and lost: in the
+    handover's whole second)."""
+    order = {"sim": 0, "emu": 1}
+    rows = sorted(rows, key=lambda r: (r["experiment"], r["scheme"].removesuffix("-kernel"), r["handover"],
+                                       order.get(r["engine"], 2), r["scheme"]))  # fmt: skip
+    t = Table("experiment", "engine", "scheme", "handover", "t (s)", "Mbit/s", "lost", "pred. err (ms)")
+    for row in rows:
+        err = row["predicted_error_ms"]
+        cells = [row["experiment"], row["engine"], row["scheme"], str(row["handover"]), f"{row['t_s']:.1f}"]
+        mbps = row["throughput_mbps"]
+        cells += [
+            "-" if mbps is None else f"{mbps:.1f}",
+            str(row["lost_packets"]),
+            "-" if err is None else f"{err:.1f}",
+        ]
+        t.add_row(*cells)
+    console.print(t)
 
 
 def _startcp_study(seeds: int, duration_s: float, as_json: bool) -> None:

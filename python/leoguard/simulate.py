@@ -356,15 +356,20 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
         mpep=raw.get("mpep"), web=_web(raw.get("web")), web_objects=_web_objects(raw.get("web_objects")),
     )  # fmt: skip
     _webrtc(res, raw)
-    res.startcp = _startcp_table(raw.get("startcp"))
-    res.interruptions = pl.DataFrame(
-        raw.get("interruptions") or {},
-        schema={"flow": pl.UInt32, "start_ns": pl.UInt64, "duration_ns": pl.UInt64, "stalled": pl.Boolean},
-    )
+    res.startcp = startcp_table(raw.get("startcp"))
+    res.interruptions = interruptions_table(raw.get("interruptions"))
     return res
 
 
-def _startcp_table(d: dict | None) -> pl.DataFrame:
+def interruptions_table(d: dict | list | None) -> pl.DataFrame:
+    """`Results.interruptions` (both engines): columns, or rows, of flow, start_ns, duration_ns, stalled."""
+    return pl.DataFrame(
+        d or {}, schema={"flow": pl.UInt32, "start_ns": pl.UInt64, "duration_ns": pl.UInt64, "stalled": pl.Boolean}
+    )
+
+
+def startcp_table(d: dict | list | None) -> pl.DataFrame:
+    """`Results.startcp` (both engines): columns, or rows, of the StarTCP stalls."""
     schema: dict[str, Any] = {
         "flow": pl.UInt32, "predicted_ns": pl.UInt64, "stall_start_ns": pl.UInt64, "stall_end_ns": pl.UInt64,
         "probes": pl.UInt64, "reason": pl.Utf8, "lead_ns": pl.UInt64,

@@ -107,13 +107,15 @@ def test_a_corrupt_or_mismatched_weights_file_is_refused_with_the_field_named(tm
         simulate(two_path("startcp", duration_s=5.0, startcp={"policy": "learnt", "weights": str(tmp_path / "no")}))
 
 
-def test_the_emulator_refuses_startcp_until_its_transport_carries_it():
-    from leoguard.emu.transport import check_flow
+def test_the_emulator_runs_startcp_on_its_own_tcp_and_refuses_the_kernel_s():
+    from leoguard.emu.transport import check_flow, flow_stack
 
     sc = from_dict({"duration_s": 5.0, "topology": {"kind": "chain", "hops": 1, "rate_mbps": 10, "delay_ms": 1},
                     "flows": [{"kind": "tcp", "src": "n0", "dst": "n1", "cc": "startcp"}]})  # fmt: skip
-    with pytest.raises(LeoguardError, match="startcp"):
-        check_flow(sc, 0, sc.flows[0], [])
+    assert flow_stack(sc.flows[0]) == "leoguard"
+    check_flow(sc, 0, sc.flows[0], [])  # leoguard-transport carries StarTCP (tests/test_emu_startcp.py)
+    with pytest.raises(LeoguardError, match=r'flows\[0\]\.stack = "kernel" with cc = startcp'):
+        check_flow(sc, 0, sc.flows[0].model_copy(update={"stack": "kernel"}), [])
 
 
 def test_cli_prints_one_row_per_handover():

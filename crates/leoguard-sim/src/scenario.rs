@@ -130,41 +130,9 @@ pub struct Scenario {
     pub leotp: LeotpSpec,
 }
 
-/// StarTCP on the scenario's `startcp` flows (docs/startcp.md): its configuration (the base
-/// controller is `config.base_cc`) and how it chooses the stall's lead time.
-#[derive(Clone, Debug, Default)]
-pub struct StartcpSpec {
-    /// Handover Manager and Sending Controller parameters.
-    pub config: leoguard_proto::startcp::StartcpConfig,
-    /// The lead policy.
-    pub policy: StartcpPolicy,
-}
-
-/// How a StarTCP sender chooses its lead.
-#[derive(Clone, Debug, Default)]
-pub enum StartcpPolicy {
-    /// Drain time of the bytes in flight plus margins.
-    #[default]
-    Heuristic,
-    /// One lead for every handover.
-    Fixed(Duration),
-    /// Leads given in advance, one per handover (the training environment's actions).
-    Scripted(leoguard_proto::startcp::ScriptedLeads),
-    /// The learnt actor (a weights file, already loaded).
-    Learnt(std::sync::Arc<leoguard_proto::startcp::MlpPolicy>),
-}
-
-impl StartcpPolicy {
-    fn build(&self, cfg: &leoguard_proto::startcp::StartcpConfig) -> Box<dyn leoguard_proto::startcp::LeadPolicy> {
-        use leoguard_proto::startcp::{FixedLead, HeuristicLead};
-        match self {
-            StartcpPolicy::Heuristic => Box::new(HeuristicLead::new(cfg)),
-            StartcpPolicy::Fixed(d) => Box::new(FixedLead(*d)),
-            StartcpPolicy::Scripted(p) => Box::new(p.clone()),
-            StartcpPolicy::Learnt(m) => Box::new((**m).clone()),
-        }
-    }
-}
+/// StarTCP on the scenario's `startcp` flows (docs/startcp.md): leoguard-proto's description, which
+/// `leoguard-transport` builds its sender from too.
+pub use leoguard_proto::startcp::{StartcpPolicy, StartcpSpec};
 
 /// A scenario that cannot run; the message names the field (the same error type as a topology's, so
 /// both engines reject a scenario with the same words).

@@ -5,16 +5,23 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use leoguard_core::{Bps, Duration};
+use leoguard_proto::startcp::StartcpConfig;
 use leoguard_proto::tcp::{Recovery, TcpConfig};
 
 /// The usage text.
 pub const USAGE: &str = "\
 usage: leoguard-transport send --to ADDR:PORT --cc NAME (--bytes N | --seconds S) [--json-interval MS]
                                [--rate-mbps R] [--mss BYTES] [--recovery SPEC] [--timeout S]
-                               [--flow-id N] [--tclass TC]
+                               [--flow-id N] [--tclass TC] [--startcp SPEC]
        leoguard-transport recv --bind ADDR:PORT --out FILE.json [--json-interval MS] [--recovery SPEC]
-                               [--timeout S] [--linger-ms MS]
-  --cc        a congestion controller of leoguard-proto's registry (newreno, reno, cubic, bbr, satcp)
+                               [--timeout S] [--linger-ms MS] [--startcp SPEC]
+  --cc        a congestion controller of leoguard-proto's registry (newreno, reno, cubic, bbr, satcp,
+              startcp)
+  --startcp   StarTCP's [startcp] fields as NAME=VALUE,...: base_cc period_s gap_threshold_ms
+              kde_bandwidth_ms min_events max_events probe_interval_ms resume_timeout_ms max_lead_ms
+              lead_rttvar_gain lead_margin_ms state_interval_ms state_intervals policy (heuristic,
+              fixed, scripted, learnt) lead_ms leads_ms (MS:MS:...) weights (a JSON file); `on` for
+              the defaults. send: with --cc startcp; recv: runs the Handover Manager
   --bytes     a transfer of N bytes (suffixes K, M, G: powers of 1024); --seconds: write for S seconds
   --recovery  linux or legacy, then switches: linux,rack=off,tlp=on (rack tlp dsack undo frto prr
               cwnd_limited quickack)
@@ -31,6 +38,98 @@ pub fn header_bytes(addr: &SocketAddr) -> u32 {
 /// The MSS that fills a 1500-byte path.
 pub fn default_mss(addr: &SocketAddr) -> u32 {
     1500 - header_bytes(addr)
+}
+
+/// How the StarTCP sender chooses its lead, as the command line gives it (`--startcp policy=...`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum PolicyArg {
+    /// The drain-time heuristic.
+    Heuristic,
+    /// `lead_ms`.
+    Fixed(Duration),
+    /// `leads_ms`, one per handover.
+    Scripted(Vec<Duration>),
+    /// The actor in the JSON weights file `weights` (read by the binary).
+    Learnt(PathBuf),
+}
+
+/// `--startcp`: StarTCP's configuration and lead policy (the scenario's `[startcp]`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StartcpArgs {
+    /// Handover Manager and Sending Controller parameters (validated).
+    pub config: StartcpConfig,
+    /// The lead policy.
+    pub policy: PolicyArg,
+}
+
+/// `--startcp` fields: the scenario's `[startcp]` name, the `StartcpConfig` field it sets and the
+/// factor from its unit to the config's (seconds; counts and gains as they are).
+const STARTCP_FIELDS: [(&str, &str, f64); 12] = [
+    ("period_s", "period", 1.0),
+    ("gap_threshold_ms", "gap_threshold", 1e-3),
+    ("kde_bandwidth_ms", "kde_bandwidth", 1e-3),
+    ("min_events", "min_events", 1.0),
+    ("max_events", "max_events", 1.0),
+    ("probe_interval_ms", "probe_interval", 1e-3),
+    ("resume_timeout_ms", "resume_timeout", 1e-3),
+    ("max_lead_ms", "max_lead", 1e-3),
+    ("lead_rttvar_gain", "lead_rttvar_gain", 1.0),
+    ("lead_margin_ms", "lead_margin", 1e-3),
+    ("state_interval_ms", "state_interval", 1e-3),
+    ("state_intervals", "state_intervals", 1.0),
+];
+
+fn lead_ms(k: &str, v: &str) -> Result<Duration, String> {
+    match v.parse::<f64>() {
+        Ok(ms) if ms.is_finite() && (0.0..1e7).contains(&ms) => Ok(Duration::from_secs_f64(ms / 1e3)),
+        _ => Err(format!("--startcp: {k} expects milliseconds in [0, 1e7), got {v:?}")),
+    }
+}
+
+/// Parses `--startcp`: `on`, or `NAME=VALUE` pairs separated by commas, named as the scenario's
+/// `[startcp]` fields.
+pub fn startcp(spec: &str) -> Result<StartcpArgs, String> {
+    let mut config = StartcpConfig::default();
+    let (mut policy, mut lead, mut leads, mut weights) = (None, None, None, None);
+    for part in spec.split(',').filter(|p| !p.is_empty() && *p != "on") {
+        let (k, v) = part.split_once('=').ok_or_else(|| format!("--startcp: expected NAME=VALUE, got {part:?}"))?;
+        match k {
+            "base_cc" => config.set_base_cc(v).map_err(|e| format!("--startcp: {e}"))?,
+            "policy" => policy = Some(v.to_string()),
+            "lead_ms" => lead = Some(lead_ms(k, v)?),
+            "leads_ms" => leads = Some(v.split(':').map(|x| lead_ms(k, x)).collect::<Result<Vec<_>, _>>()?),
+            "weights" => weights = Some(PathBuf::from(v)),
+            _ => {
+                let Some(&(_, field, unit)) = STARTCP_FIELDS.iter().find(|f| f.0 == k) else {
+                    let known: Vec<&str> = STARTCP_FIELDS.iter().map(|f| f.0).collect();
+                    return Err(format!(
+                        "--startcp: unknown field {k:?} (known: base_cc, {}, policy, lead_ms, leads_ms, weights)",
+                        known.join(", ")
+                    ));
+                };
+                let x = v.parse::<f64>().map_err(|_| format!("--startcp: {k} expects a number, got {v:?}"))?;
+                config.set(field, x * unit).map_err(|e| format!("--startcp: {k} = {v}: {e}"))?;
+            }
+        }
+    }
+    config.validate().map_err(|e| format!("--startcp: {e}"))?;
+    let need = |what: &str| format!("--startcp: policy={} needs {what}", policy.as_deref().unwrap_or_default());
+    let policy = match policy.as_deref() {
+        None | Some("heuristic") => PolicyArg::Heuristic,
+        Some("fixed") => PolicyArg::Fixed(lead.ok_or_else(|| need("lead_ms"))?),
+        Some("scripted") => PolicyArg::Scripted(leads.take().ok_or_else(|| need("leads_ms"))?),
+        Some("learnt") => PolicyArg::Learnt(weights.take().ok_or_else(|| need("weights (a JSON file)"))?),
+        Some(other) => {
+            return Err(format!("--startcp: policy={other:?}: expected heuristic, fixed, scripted or learnt"))
+        }
+    };
+    if weights.is_some() {
+        return Err("--startcp: weights is only read with policy=learnt".into());
+    }
+    if leads.is_some() {
+        return Err("--startcp: leads_ms is only read with policy=scripted".into());
+    }
+    Ok(StartcpArgs { config, policy })
 }
 
 /// `send` arguments.
@@ -56,6 +155,8 @@ pub struct SendArgs {
     pub flow_id: Option<u32>,
     /// IP traffic class / TOS byte of the datagrams.
     pub tclass: Option<u8>,
+    /// StarTCP's configuration (with `--cc startcp`).
+    pub startcp: Option<StartcpArgs>,
 }
 
 /// `recv` arguments.
@@ -73,6 +174,8 @@ pub struct RecvArgs {
     pub timeout: Option<Duration>,
     /// How long to stay after the transfer completed, answering repeated FINs.
     pub linger: Duration,
+    /// Run StarTCP's Handover Manager with this configuration.
+    pub startcp: Option<StartcpArgs>,
 }
 
 /// A parsed command line.
@@ -203,6 +306,7 @@ fn parse_send(args: &[String]) -> Result<SendArgs, String> {
             "--timeout",
             "--flow-id",
             "--tclass",
+            "--startcp",
         ],
     )?;
     let to = addr(&f, "--to")?;
@@ -236,6 +340,10 @@ fn parse_send(args: &[String]) -> Result<SendArgs, String> {
     let tclass = get(&f, "--tclass")
         .map(|v| v.parse::<u8>().map_err(|_| format!("--tclass: expected 0..=255, got {v:?}")))
         .transpose()?;
+    let startcp = get(&f, "--startcp").map(startcp).transpose()?;
+    if startcp.is_some() && cc != "startcp" {
+        return Err(format!("--startcp: the sender runs StarTCP only with --cc startcp (got --cc {cc})"));
+    }
     Ok(SendArgs {
         to,
         cc,
@@ -247,11 +355,13 @@ fn parse_send(args: &[String]) -> Result<SendArgs, String> {
         timeout: seconds(&f, "--timeout")?,
         flow_id,
         tclass,
+        startcp,
     })
 }
 
 fn parse_recv(args: &[String]) -> Result<RecvArgs, String> {
-    let f = flags(args, &["--bind", "--out", "--json-interval", "--recovery", "--timeout", "--linger-ms"])?;
+    let f =
+        flags(args, &["--bind", "--out", "--json-interval", "--recovery", "--timeout", "--linger-ms", "--startcp"])?;
     let bind = addr(&f, "--bind")?;
     let out = PathBuf::from(get(&f, "--out").ok_or("--out is required")?);
     if out.as_os_str().is_empty() || out.is_dir() {
@@ -271,6 +381,7 @@ fn parse_recv(args: &[String]) -> Result<RecvArgs, String> {
         recovery: get(&f, "--recovery").map_or(Ok(Recovery::linux()), recovery)?,
         timeout: seconds(&f, "--timeout")?,
         linger,
+        startcp: get(&f, "--startcp").map(startcp).transpose()?,
     })
 }
 
@@ -314,7 +425,35 @@ mod tests {
             panic!("recv did not parse");
         };
         assert_eq!(r.linger, Duration::ZERO);
+        assert_eq!(r.startcp, None);
         assert_eq!(p("--help"), Ok(Command::Help));
+    }
+
+    #[test]
+    fn startcp_fields_are_the_scenario_sections() {
+        let Ok(Command::Send(s)) = p("send --to [::1]:5000 --cc startcp --seconds 5 --startcp \
+             period_s=10,kde_bandwidth_ms=20,min_events=1,probe_interval_ms=2,base_cc=cubic,policy=fixed,lead_ms=150")
+        else {
+            panic!("send did not parse");
+        };
+        let st = s.startcp.expect("--startcp");
+        assert_eq!(st.config.period, Duration::from_secs(10));
+        assert_eq!(st.config.kde_bandwidth, Duration::from_millis(20));
+        assert_eq!(st.config.probe_interval, Duration::from_millis(2));
+        assert_eq!((st.config.min_events, st.config.base_cc), (1, "cubic"));
+        assert_eq!(st.policy, PolicyArg::Fixed(Duration::from_millis(150)));
+        let Ok(Command::Recv(r)) = p("recv --bind [::]:5000 --out /tmp/x.json --startcp on") else {
+            panic!("recv did not parse");
+        };
+        assert_eq!(r.startcp, Some(StartcpArgs { config: StartcpConfig::default(), policy: PolicyArg::Heuristic }));
+        assert_eq!(
+            startcp("policy=scripted,leads_ms=100:0:250.5").map(|s| s.policy),
+            Ok(PolicyArg::Scripted(vec![Duration::from_millis(100), Duration::ZERO, Duration::from_micros(250_500)]))
+        );
+        assert_eq!(
+            startcp("policy=learnt,weights=/x/w.json").map(|s| s.policy),
+            Ok(PolicyArg::Learnt(PathBuf::from("/x/w.json")))
+        );
     }
 
     #[test]
@@ -346,6 +485,18 @@ mod tests {
             ("recv --bind [::]:1 --out /tmp", "--out"),
             ("recv --bind [::]:1 --out /tmp/x --linger-ms -3", "--linger-ms"),
             ("recv --bind [::]:1 --out /tmp/x --to 1.2.3.4:5", "--to"),
+            ("send --to 127.0.0.1:9 --cc bbr --bytes 1 --startcp on", "--startcp"),
+            ("send --to 127.0.0.1:9 --cc startcp --bytes 1 --startcp period=15", "--startcp"),
+            ("send --to 127.0.0.1:9 --cc startcp --bytes 1 --startcp period_s=x", "--startcp"),
+            ("send --to 127.0.0.1:9 --cc startcp --bytes 1 --startcp probe_interval_ms=20", "--startcp"),
+            ("send --to 127.0.0.1:9 --cc startcp --bytes 1 --startcp min_events=1.5", "--startcp"),
+            ("send --to 127.0.0.1:9 --cc startcp --bytes 1 --startcp base_cc=startcp", "--startcp"),
+            ("send --to 127.0.0.1:9 --cc startcp --bytes 1 --startcp policy=fixed", "--startcp"),
+            ("send --to 127.0.0.1:9 --cc startcp --bytes 1 --startcp policy=learnt", "--startcp"),
+            ("send --to 127.0.0.1:9 --cc startcp --bytes 1 --startcp policy=magic", "--startcp"),
+            ("send --to 127.0.0.1:9 --cc startcp --bytes 1 --startcp weights=/w.json", "--startcp"),
+            ("send --to 127.0.0.1:9 --cc startcp --bytes 1 --startcp lead_ms=-1", "--startcp"),
+            ("recv --bind [::]:1 --out /tmp/x --startcp kde_bandwidth_ms=0", "--startcp"),
             ("serve", "serve"),
         ] {
             let e = p(line).expect_err(line);

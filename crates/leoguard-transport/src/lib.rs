@@ -31,3 +31,5 @@ pub enum Dropped {
 
 #[cfg(test)]
 mod netsim;
+#[cfg(test)]
+mod startcp_tests;

@@ -22,7 +22,8 @@ use std::sync::atomic::Ordering;
 use anyhow::Context;
 use leoguard_core::{Duration, Instant};
 use leoguard_os as sys;
-use leoguard_transport::args::{self, Command, RecvArgs, SendArgs, USAGE};
+use leoguard_proto::startcp::{MlpPolicy, ScriptedLeads, StartcpPolicy, StartcpSpec};
+use leoguard_transport::args::{self, Command, PolicyArg, RecvArgs, SendArgs, StartcpArgs, USAGE};
 use leoguard_transport::receiver::Receiver;
 use leoguard_transport::report::{Lateness, Rate, RecvInterval, RecvSummary, SendInterval, SendSummary};
 use leoguard_transport::sender::{Amount, Sender, SenderConfig};
@@ -116,6 +117,25 @@ fn earliest(times: &[Option<Instant>]) -> Option<Instant> {
     times.iter().flatten().min().copied()
 }
 
+/// StarTCP's description from `--startcp`, the learnt policy's weights file read.
+fn startcp_spec(a: &StartcpArgs) -> anyhow::Result<StartcpSpec> {
+    let policy = match &a.policy {
+        PolicyArg::Heuristic => StartcpPolicy::Heuristic,
+        PolicyArg::Fixed(d) => StartcpPolicy::Fixed(*d),
+        PolicyArg::Scripted(v) => StartcpPolicy::Scripted(
+            ScriptedLeads::new(v.clone()).context("--startcp: leads_ms needs at least one lead")?,
+        ),
+        PolicyArg::Learnt(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("--startcp: reading weights {}", path.display()))?;
+            let m = MlpPolicy::from_json(&text)
+                .map_err(|e| anyhow::anyhow!("--startcp: weights {}: {e}", path.display()))?;
+            StartcpPolicy::Learnt(std::sync::Arc::new(m))
+        }
+    };
+    Ok(StartcpSpec { config: a.config, policy })
+}
+
 fn send(a: &SendArgs) -> anyhow::Result<ExitCode> {
     sys::install_signal_handlers()?;
     // Pacing wants wake-ups within microseconds of their time (Linux adds up to 50 µs by default).
@@ -127,7 +147,8 @@ fn send(a: &SendArgs) -> anyhow::Result<ExitCode> {
         sys::set_traffic_class(sock.as_raw_fd(), a.to.is_ipv6(), tc).context("--tclass")?;
     }
     let flow = a.flow_id.unwrap_or_else(random_u32);
-    let cfg = SenderConfig { flow, cc: a.cc.clone(), tcp: a.tcp_config(), amount: a.amount, rate: a.rate };
+    let startcp = a.startcp.as_ref().map(startcp_spec).transpose()?;
+    let cfg = SenderConfig { flow, cc: a.cc.clone(), tcp: a.tcp_config(), amount: a.amount, rate: a.rate, startcp };
     let mut ep = Sender::new(&cfg).context("--cc")?;
     let clock = Clock::start();
     let timeout_at = a
@@ -239,7 +260,10 @@ fn recv(a: &RecvArgs) -> anyhow::Result<ExitCode> {
     sys::install_signal_handlers()?;
     let _ = sys::set_timer_slack_ns(1_000);
     let sock = socket(a.bind).context("--bind")?;
-    let mut ep = Receiver::new(a.tcp_config());
+    let mut ep = match &a.startcp {
+        Some(st) => Receiver::with_startcp(a.tcp_config(), st.config).context("--startcp")?,
+        None => Receiver::new(a.tcp_config()),
+    };
     let clock = Clock::start();
     let timeout_at = a.timeout.map(|d| Instant::ZERO + d);
     let mut peer: Option<SocketAddr> = None;

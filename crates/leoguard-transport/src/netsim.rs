@@ -1,6 +1,7 @@
 //! A tiny deterministic network for the sans-IO ends (smoltcp's `netsim` idea): a bottleneck of
-//! `rate` with a FIFO of `queue` datagrams and a one-way `delay` each way, seeded Bernoulli loss, and
-//! scripted microsecond time. The ends run exactly as under the binary, minus the socket.
+//! `rate` with a FIFO of `queue` datagrams and a one-way `delay` each way, seeded Bernoulli loss,
+//! periodic outages (handover interruptions), and scripted microsecond time. The ends run exactly as
+//! under the binary, minus the socket.
 
 use std::collections::VecDeque;
 
@@ -11,8 +12,8 @@ use crate::receiver::Receiver;
 use crate::sender::{Amount, Sender, SenderConfig};
 
 struct Dir {
-    /// (arrival, datagram)
-    inflight: VecDeque<(Instant, Vec<u8>)>,
+    /// (offered, arrival, datagram)
+    inflight: VecDeque<(Instant, Instant, Vec<u8>)>,
     busy_until: Instant,
     loss: f64,
     rng: RngStream,
@@ -23,15 +24,26 @@ struct Dir {
 
 impl Dir {
     fn offer(&mut self, now: Instant, d: Vec<u8>, rate: Bps, delay: Duration, queue: usize) {
-        let queued = self.inflight.iter().filter(|(t, _)| *t > now + delay).count();
+        let queued = self.inflight.iter().filter(|(_, t, _)| *t > now + delay).count();
         if queued >= queue || (self.filter)(&d) || self.rng.bernoulli(self.loss) {
             self.dropped += 1;
             return;
         }
         let tx = rate.transmission_time(Bytes(d.len() as u64 + 48)).unwrap_or(Duration::ZERO);
         self.busy_until = self.busy_until.max(now) + tx;
-        self.inflight.push_back((self.busy_until + delay, d));
+        self.inflight.push_back((now, self.busy_until + delay, d));
     }
+}
+
+/// Whether the link is down at some time in [from, to]: outages of `len` every `period`, the first
+/// at `period`.
+fn hits_outage(outage: Option<(Duration, Duration)>, from: Instant, to: Instant) -> bool {
+    let Some((period, len)) = outage else { return false };
+    let p = period.as_nanos().max(1);
+    // The first outage starting after `from`, and the one `from` may lie in.
+    let k = from.as_nanos() / p;
+    let in_current = k >= 1 && from.as_nanos() < k * p + len.as_nanos();
+    in_current || (k + 1) * p <= to.as_nanos()
 }
 
 /// The outcome of a run.
@@ -53,6 +65,9 @@ pub(crate) struct Net {
     pub seed: u64,
     pub fwd_filter: fn(&[u8]) -> bool,
     pub rev_filter: fn(&[u8]) -> bool,
+    /// (period, length): both directions are down for `length` every `period` from `period` on;
+    /// a datagram on the link (from its offer to its arrival) at any moment of an outage is lost.
+    pub outage: Option<(Duration, Duration)>,
 }
 
 impl Default for Net {
@@ -66,6 +81,7 @@ impl Default for Net {
             seed: 1,
             fwd_filter: |_| false,
             rev_filter: |_| false,
+            outage: None,
         }
     }
 }
@@ -75,13 +91,25 @@ fn up_to_us(t: Instant) -> Instant {
 }
 
 pub(crate) fn sender_config(cc: &str, amount: Amount) -> SenderConfig {
-    SenderConfig { flow: 42, cc: cc.into(), tcp: TcpConfig { mss: 1400, ..TcpConfig::default() }, amount, rate: None }
+    SenderConfig {
+        flow: 42,
+        cc: cc.into(),
+        tcp: TcpConfig { mss: 1400, ..TcpConfig::default() },
+        amount,
+        rate: None,
+        startcp: None,
+    }
 }
 
 /// Runs `cfg` across `net` until the sender has finished or `limit` passes.
 pub(crate) fn run(cfg: &SenderConfig, net: Net, limit: Duration) -> Run {
     let mut s = Sender::new(cfg).expect("known controller");
-    let mut r = Receiver::new(cfg.tcp);
+    let mut r = if cfg.cc == "startcp" {
+        let star = cfg.startcp.clone().unwrap_or_default().config;
+        Receiver::with_startcp(cfg.tcp, star).expect("valid StarTCP configuration")
+    } else {
+        Receiver::new(cfg.tcp)
+    };
     let mk = |name: &str, loss: f64, filter: fn(&[u8]) -> bool| Dir {
         inflight: VecDeque::new(),
         busy_until: Instant::ZERO,
@@ -96,13 +124,21 @@ pub(crate) fn run(cfg: &SenderConfig, net: Net, limit: Duration) -> Run {
     let end = Instant::ZERO + limit;
     let mut buf = vec![0u8; 65_536];
     while now < end && !s.is_finished() {
-        while fwd.inflight.front().is_some_and(|(t, _)| *t <= now) {
-            let (_, d) = fwd.inflight.pop_front().expect("front");
-            let _ = r.handle_datagram(now, &d);
+        while fwd.inflight.front().is_some_and(|(_, t, _)| *t <= now) {
+            let (sent, at, d) = fwd.inflight.pop_front().expect("front");
+            if hits_outage(net.outage, sent, at) {
+                fwd.dropped += 1;
+            } else {
+                let _ = r.handle_datagram(now, &d);
+            }
         }
-        while rev.inflight.front().is_some_and(|(t, _)| *t <= now) {
-            let (_, d) = rev.inflight.pop_front().expect("front");
-            let _ = s.handle_datagram(now, &d);
+        while rev.inflight.front().is_some_and(|(_, t, _)| *t <= now) {
+            let (sent, at, d) = rev.inflight.pop_front().expect("front");
+            if hits_outage(net.outage, sent, at) {
+                rev.dropped += 1;
+            } else {
+                let _ = s.handle_datagram(now, &d);
+            }
         }
         if s.poll_timeout().is_some_and(|t| t <= now) {
             s.handle_timeout(now);
@@ -117,7 +153,7 @@ pub(crate) fn run(cfg: &SenderConfig, net: Net, limit: Duration) -> Run {
             rev.offer(now, buf[..n].to_vec(), net.rate, net.delay, net.queue);
         }
         let next =
-            [s.poll_timeout(), r.poll_timeout(), fwd.inflight.front().map(|x| x.0), rev.inflight.front().map(|x| x.0)]
+            [s.poll_timeout(), r.poll_timeout(), fwd.inflight.front().map(|x| x.1), rev.inflight.front().map(|x| x.1)]
                 .into_iter()
                 .flatten()
                 .min();

@@ -2,12 +2,19 @@
 //! delayed ACKs, SACK and DSACK, timestamps) behind the transport's framing, a check of every payload
 //! byte against the sender's pattern, and the close handshake (a FIN is answered with a FIN-ACK once
 //! the whole stream is held). It serves one connection: the flow of the first valid datagram.
+//!
+//! With StarTCP ([`Receiver::with_startcp`]) the proto's receiver runs the Handover Manager on the
+//! datagrams' arrival times (the driver's clock): a probe (a data segment without payload, the probe
+//! flag in option kind 1) counts as an arrival, and every ACK carries the manager's signal (the
+//! predicted next handover as an offset from the ACK's sending, the recovery notice) in option kind 1.
 
 use std::collections::VecDeque;
 
 use leoguard_core::Instant;
+use leoguard_proto::startcp::{HandoverManager, StartcpConfig, StartcpError};
 use leoguard_proto::tcp::{Ack, TcpConfig, TcpReceiver};
-use leoguard_wire::{AckRepr, TlvOptions, TransportMessage, TransportPacket};
+use leoguard_wire::transport::STARTCP_TLV_MAX;
+use leoguard_wire::{AckRepr, StartcpOption, TlvOptions, TransportMessage, TransportPacket};
 
 use crate::{pattern, Dropped};
 
@@ -34,6 +41,10 @@ pub struct ReceiverCounters {
     pub acks: u64,
     /// FINs received.
     pub fins: u64,
+    /// StarTCP probes taken (data segments without payload).
+    pub probes: u64,
+    /// ACKs that carried StarTCP's signals.
+    pub startcp_signals: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -60,8 +71,22 @@ impl Receiver {
     /// A receiver with TCP parameters `cfg` (delayed ACKs, receive window, DSACK and quick-ACK
     /// switches).
     pub fn new(cfg: TcpConfig) -> Receiver {
+        Receiver::with_tcp(TcpReceiver::new(cfg))
+    }
+
+    /// A receiver that runs StarTCP's Handover Manager with `star` (its peer is a `startcp` sender).
+    pub fn with_startcp(cfg: TcpConfig, star: StartcpConfig) -> Result<Receiver, StartcpError> {
+        Ok(Receiver::with_tcp(TcpReceiver::with_startcp(cfg, star)?))
+    }
+
+    /// StarTCP's Handover Manager (detected interruptions, the phase), when on.
+    pub fn startcp(&self) -> Option<&HandoverManager> {
+        self.tcp.startcp()
+    }
+
+    fn with_tcp(tcp: TcpReceiver) -> Receiver {
         Receiver {
-            tcp: TcpReceiver::new(cfg),
+            tcp,
             flow: None,
             end: None,
             out: VecDeque::with_capacity(8),
@@ -131,6 +156,15 @@ impl Receiver {
                     self.counters.corrupt += 1;
                     return Err(Dropped::Corrupt);
                 }
+                if d.payload.is_empty() {
+                    // A StarTCP probe (flag P), or an empty segment, which the proto takes the same
+                    // way: an arrival for the Handover Manager, never data.
+                    self.counters.probes += 1;
+                    if let Some(a) = self.tcp.on_probe(now) {
+                        self.queue(Out::Ack(a));
+                    }
+                    return Ok(());
+                }
                 self.counters.segments += 1;
                 self.first_data.get_or_insert(now);
                 let before = self.tcp.duplicates;
@@ -187,14 +221,29 @@ impl Receiver {
         self.out.push_back(o);
     }
 
-    /// The next datagram to send, written to `buf` (at least 80 bytes); returns its length.
+    /// The next datagram to send, written to `buf` (at least 96 bytes); returns its length.
     pub fn poll_transmit(&mut self, buf: &mut [u8]) -> Option<usize> {
         let flow = self.flow?;
+        let mut area = [0u8; STARTCP_TLV_MAX];
+        let mut options = TlvOptions::EMPTY;
         let message = match self.out.pop_front()? {
-            Out::Ack(a) => TransportMessage::Ack(to_wire_ack(&a)),
+            Out::Ack(a) => {
+                if !a.startcp.is_none() {
+                    let o = StartcpOption {
+                        probe: false,
+                        recovered: a.startcp.recovered,
+                        next_handover_us: a.startcp.next_handover_us(),
+                    };
+                    let n = TlvOptions::emit_startcp(&o, &mut area).ok()?;
+                    // Just written by the encoder, so it parses.
+                    options = TlvOptions::parse(&area[..n]).ok()?;
+                    self.counters.startcp_signals += 1;
+                }
+                TransportMessage::Ack(to_wire_ack(&a))
+            }
             Out::FinAck(end) => TransportMessage::FinAck { end },
         };
-        TransportPacket { flow, options: TlvOptions::EMPTY, message }.emit(buf).ok()
+        TransportPacket { flow, options, message }.emit(buf).ok()
     }
 
     /// When the delayed-ACK timer fires.

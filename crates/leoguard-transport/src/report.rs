@@ -199,6 +199,65 @@ pub struct SendSummary {
     pub origin_mono_ns: u64,
     /// Seconds from the origin to the application's first write.
     pub start_s: f64,
+    /// StarTCP's stalls (with `--cc startcp`).
+    pub startcp: Option<SendStartcp>,
+}
+
+/// One StarTCP stall of the sender: the simulator's `res.startcp` row. Times are nanoseconds since
+/// the sender's clock origin (add `origin_mono_ns` for CLOCK_MONOTONIC).
+#[derive(Clone, Debug, Serialize)]
+pub struct StallRecord {
+    /// The predicted handover the stall was for (the receiver's offset placed on this clock).
+    pub predicted_ns: u64,
+    /// When sending stopped.
+    pub stall_start_ns: u64,
+    /// When it resumed (null: still stalled at the exit).
+    pub stall_end_ns: Option<u64>,
+    /// Probes sent during the stall.
+    pub probes: u64,
+    /// "notice", "timeout" or "" (still stalled).
+    pub reason: &'static str,
+    /// The lead the policy chose, ns.
+    pub lead_ns: u64,
+    /// The policy's input (`leoguard_proto::startcp::FEATURES` order and units).
+    pub state: [f64; 5],
+}
+
+/// The StarTCP part of the sender's summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct SendStartcp {
+    /// The lead policy.
+    pub policy: &'static str,
+    /// Probes sent in all.
+    pub probes_sent: u64,
+    /// One record per stall, in order.
+    pub stalls: Vec<StallRecord>,
+}
+
+impl SendStartcp {
+    /// The stalls of `s`, if it runs StarTCP.
+    pub fn of(s: &Sender) -> Option<SendStartcp> {
+        use leoguard_proto::startcp::ResumeReason;
+        let c = s.tcp().startcp()?;
+        let stalls = c
+            .records()
+            .iter()
+            .map(|h| StallRecord {
+                predicted_ns: h.predicted.as_nanos(),
+                stall_start_ns: h.stall_start.as_nanos(),
+                stall_end_ns: h.stall_end.map(Instant::as_nanos),
+                probes: h.probes,
+                reason: match h.reason {
+                    Some(ResumeReason::Notice) => "notice",
+                    Some(ResumeReason::Timeout) => "timeout",
+                    None => "",
+                },
+                lead_ns: h.lead.as_nanos(),
+                state: h.state,
+            })
+            .collect();
+        Some(SendStartcp { policy: c.policy_name(), probes_sent: c.probes_sent(), stalls })
+    }
 }
 
 impl SendSummary {
@@ -234,6 +293,7 @@ impl SendSummary {
             wake_late: None,
             origin_mono_ns: 0,
             start_s: start.as_secs_f64(),
+            startcp: SendStartcp::of(s),
         }
     }
 }
@@ -286,6 +346,55 @@ pub struct RecvSummary {
     pub first_data_s: Option<f64>,
     /// The delivery series (--json-interval).
     pub intervals: Vec<RecvInterval>,
+    /// StarTCP's Handover Manager (with `--startcp`).
+    pub startcp: Option<RecvStartcp>,
+}
+
+/// One interruption the Handover Manager detected (the simulator's `res.interruptions` row): a gap
+/// in arrivals above the expected inter-arrival time plus the threshold.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct InterruptionRecord {
+    /// The last arrival before the gap, ns since the receiver's clock origin.
+    pub start_ns: u64,
+    /// Length of the gap, ns.
+    pub duration_ns: u64,
+    /// Whether the sender was stalled (probing) when it began, so it ended in a recovery notice.
+    pub stalled: bool,
+}
+
+/// The StarTCP part of the receiver's report.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecvStartcp {
+    /// Interruptions detected, in order.
+    pub interruptions: Vec<InterruptionRecord>,
+    /// Recovery notices raised.
+    pub notices: u64,
+    /// The handover phase in [0, period) of the receiver's clock, once enough interruptions
+    /// support it, ns.
+    pub base_phase_ns: Option<u64>,
+    /// The expected inter-arrival time, ns.
+    pub expected_interarrival_ns: Option<u64>,
+}
+
+impl RecvStartcp {
+    /// The Handover Manager's state of `r`, if it runs one.
+    pub fn of(r: &Receiver) -> Option<RecvStartcp> {
+        let m = r.startcp()?;
+        Some(RecvStartcp {
+            interruptions: m
+                .interruptions()
+                .iter()
+                .map(|x| InterruptionRecord {
+                    start_ns: x.start.as_nanos(),
+                    duration_ns: x.duration.as_nanos(),
+                    stalled: x.stalled,
+                })
+                .collect(),
+            notices: m.notices(),
+            base_phase_ns: m.base_phase().map(|d| d.as_nanos()),
+            expected_interarrival_ns: m.expected_interarrival().map(|d| d.as_nanos()),
+        })
+    }
 }
 
 impl RecvSummary {
@@ -312,6 +421,7 @@ impl RecvSummary {
             origin_mono_ns: 0,
             first_data_s: r.first_data_at().map(Instant::as_secs_f64),
             intervals: Vec::new(),
+            startcp: RecvStartcp::of(r),
         }
     }
 }

@@ -10,8 +10,10 @@
 
 use leoguard_core::{Bps, Bytes, Duration, Instant};
 use leoguard_proto::cc::{self, UnknownAlgorithm};
+use leoguard_proto::startcp::{self, Signal, StartcpError, StartcpSpec};
 use leoguard_proto::tcp::{Ack, SenderStats, TcpConfig, TcpSender};
-use leoguard_wire::{AckRepr, DataSegment, TlvOptions, TransportMessage, TransportPacket};
+use leoguard_wire::transport::STARTCP_TLV_MAX;
+use leoguard_wire::{AckRepr, DataSegment, StartcpOption, TlvOptions, TransportMessage, TransportPacket};
 
 use crate::{pattern, Dropped};
 
@@ -29,7 +31,7 @@ pub enum Amount {
 }
 
 /// What a sender is built from.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct SenderConfig {
     /// Connection id carried in every datagram.
     pub flow: u32,
@@ -42,6 +44,20 @@ pub struct SenderConfig {
     /// The application writes one MSS at this rate (an application-limited stream); `None`: as fast
     /// as the connection takes it.
     pub rate: Option<Bps>,
+    /// StarTCP's configuration and lead policy when `cc` is `startcp` (`None`: the defaults, the
+    /// heuristic lead); ignored for other controllers.
+    pub startcp: Option<StartcpSpec>,
+}
+
+/// Why a sender could not be built.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum SenderError {
+    /// The controller is not in the registry.
+    #[error(transparent)]
+    Algorithm(#[from] UnknownAlgorithm),
+    /// StarTCP's configuration does not validate.
+    #[error(transparent)]
+    Startcp(#[from] StartcpError),
 }
 
 /// Counters of what arrived at the sender.
@@ -61,6 +77,8 @@ pub struct SenderCounters {
     pub unexpected: u64,
     /// FINs sent.
     pub fins_sent: u64,
+    /// ACKs that carried StarTCP's signals (a prediction, a recovery notice).
+    pub startcp_signals: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,12 +112,22 @@ pub struct Sender {
 }
 
 impl Sender {
-    /// A sender; fails when the controller is not in the registry.
-    pub fn new(cfg: &SenderConfig) -> Result<Sender, UnknownAlgorithm> {
-        let controller = cc::build(&cfg.cc, u64::from(cfg.tcp.mss), cfg.tcp.init_cwnd_segments)?;
+    /// A sender; fails when the controller is not in the registry or StarTCP's configuration does
+    /// not validate. With `cc = "startcp"` it runs StarTCP's Sending Controller over
+    /// `startcp.config.base_cc`, as the simulator's sender does.
+    pub fn new(cfg: &SenderConfig) -> Result<Sender, SenderError> {
+        let (mss, iw) = (u64::from(cfg.tcp.mss), cfg.tcp.init_cwnd_segments);
         // The application hands the stream over as it goes (`write`), so a timed sender can stop.
+        let tcp = if cfg.cc == "startcp" {
+            let spec = cfg.startcp.clone().unwrap_or_default();
+            let controller = startcp::build_cc(&spec.config, mss, iw)?;
+            let policy = spec.policy.build(&spec.config);
+            TcpSender::with_startcp_policy(cfg.tcp, controller, Some(0), spec.config, policy)?
+        } else {
+            TcpSender::new(cfg.tcp, cc::build(&cfg.cc, mss, iw)?, Some(0))
+        };
         Ok(Sender {
-            tcp: TcpSender::new(cfg.tcp, controller, Some(0)),
+            tcp,
             flow: cfg.flow,
             mss: u64::from(cfg.tcp.mss),
             amount: cfg.amount,
@@ -207,6 +235,25 @@ impl Sender {
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         self.app_write(now);
         if let Some(seg) = self.tcp.poll_transmit(now) {
+            if seg.probe {
+                // StarTCP §2.3: a stalled sender's probe, a data segment without payload at snd_nxt
+                // with the probe flag in option kind 1.
+                let probe = StartcpOption { probe: true, ..StartcpOption::default() };
+                let mut area = [0u8; STARTCP_TLV_MAX];
+                let n = TlvOptions::emit_startcp(&probe, &mut area).ok()?;
+                let p = TransportPacket {
+                    flow: self.flow,
+                    // Just written by the encoder, so it parses.
+                    options: TlvOptions::parse(&area[..n]).ok()?,
+                    message: TransportMessage::Data(DataSegment {
+                        seq: seg.seq,
+                        retransmission: false,
+                        ts_us: seg.ts.as_nanos() / 1_000,
+                        payload: &[],
+                    }),
+                };
+                return p.emit(buf).ok();
+            }
             let (hl, len) = (leoguard_wire::transport::DATA_HEADER_LEN, seg.len as usize);
             if buf.len() < hl + len {
                 // A buffer smaller than `buffer_len()` is the driver's bug; the segment then counts as
@@ -282,7 +329,12 @@ impl Sender {
         match p.message {
             TransportMessage::Ack(a) => {
                 self.counters.acks += 1;
-                self.tcp.on_ack(now, &to_proto_ack(&a));
+                let mut ack = to_proto_ack(&a);
+                if let Some(o) = p.options.startcp() {
+                    ack.startcp = Signal::from_wire(o.next_handover_us, o.recovered);
+                    self.counters.startcp_signals += 1;
+                }
+                self.tcp.on_ack(now, &ack);
                 self.check_complete(now);
                 Ok(())
             }
@@ -331,7 +383,8 @@ impl Sender {
     }
 }
 
-/// The transport's ACK as the proto's (TSecr back into the sender's clock).
+/// The transport's ACK as the proto's (TSecr back into the sender's clock; StarTCP's signals, which
+/// ride in the options area, are the caller's to add).
 pub fn to_proto_ack(a: &AckRepr) -> Ack {
     Ack {
         cum: a.cum,
@@ -339,7 +392,6 @@ pub fn to_proto_ack(a: &AckRepr) -> Ack {
         n_sack: a.n_sack,
         rwnd: u64::from(a.rwnd),
         ts_ecr: a.ts_ecr_us.map(|us| Instant(us.saturating_mul(1_000))),
-        // StarTCP's signals (TLV kind 1) are not carried yet: the transport runs without StarTCP.
-        startcp: Default::default(),
+        startcp: Signal::NONE,
     }
 }

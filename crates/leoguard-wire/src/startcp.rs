@@ -72,13 +72,25 @@ impl StartcpOption {
             return Err(WireError::TcpOptionLength { kind: TCP_OPT_EXP, len, expected: LEN_BARE });
         }
         check_in(buf, usize::from(len), "StarTCP option")?;
-        if u16::from_be_bytes([buf[2], buf[3]]) != STARTCP_EXID {
+        Self::parse_data(&buf[2..usize::from(len)])
+    }
+
+    /// Parses the option's data, the bytes after its kind and length (ExID, flags, prediction): the
+    /// value of `leoguard-transport`'s TLV option kind 1 ([`crate::transport::OPTION_STARTCP`]).
+    /// Exactly 3 or 7 bytes, as the flags say.
+    pub fn parse_data(data: &[u8]) -> Result<StartcpOption, WireError> {
+        // Errors name the TCP option's length (the data's plus its kind and length bytes).
+        let len = u8::try_from(data.len() + 2).unwrap_or(u8::MAX);
+        if data.len() < 2 {
+            return Err(WireError::TcpOptionLength { kind: TCP_OPT_EXP, len, expected: LEN_BARE });
+        }
+        if u16::from_be_bytes([data[0], data[1]]) != STARTCP_EXID {
             return Err(WireError::InvalidField { field: "StarTCP ExID (another experiment's option)" });
         }
         if len < LEN_BARE {
             return Err(WireError::TcpOptionLength { kind: TCP_OPT_EXP, len, expected: LEN_BARE });
         }
-        let flags = buf[4];
+        let flags = data[2];
         let expected = if flags & FLAG_PREDICTION != 0 { LEN_PREDICTION } else { LEN_BARE };
         if len != expected {
             return Err(WireError::TcpOptionLength { kind: TCP_OPT_EXP, len, expected });
@@ -87,22 +99,37 @@ impl StartcpOption {
             probe: flags & FLAG_PROBE != 0,
             recovered: flags & FLAG_RECOVERED != 0,
             next_handover_us: (expected == LEN_PREDICTION)
-                .then(|| u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]])),
+                .then(|| u32::from_be_bytes([data[3], data[4], data[5], data[6]])),
         })
+    }
+
+    /// Bytes of the option's data (its length less the kind and length bytes): 3, or 7 with a
+    /// prediction.
+    pub fn data_len(&self) -> usize {
+        self.buffer_len() - 2
     }
 
     /// Writes the option to the start of `buf`; returns its length.
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize, WireError> {
         let len = self.buffer_len();
         check_out(buf, len)?;
+        buf[0] = TCP_OPT_EXP;
+        buf[1] = len as u8; // 5 or 9
+        self.emit_data(&mut buf[2..len])?;
+        Ok(len)
+    }
+
+    /// Writes the option's data (ExID, flags, prediction; see [`StartcpOption::parse_data`]) to the
+    /// start of `buf`; returns its length.
+    pub fn emit_data(&self, buf: &mut [u8]) -> Result<usize, WireError> {
+        let len = self.data_len();
+        check_out(buf, len)?;
         let b = &mut buf[..len];
-        b[0] = TCP_OPT_EXP;
-        b[1] = len as u8; // 5 or 9
-        b[2..4].copy_from_slice(&STARTCP_EXID.to_be_bytes());
-        b[4] = if self.probe { FLAG_PROBE } else { 0 } | if self.recovered { FLAG_RECOVERED } else { 0 };
+        b[0..2].copy_from_slice(&STARTCP_EXID.to_be_bytes());
+        b[2] = if self.probe { FLAG_PROBE } else { 0 } | if self.recovered { FLAG_RECOVERED } else { 0 };
         if let Some(us) = self.next_handover_us {
-            b[4] |= FLAG_PREDICTION;
-            b[5..9].copy_from_slice(&us.to_be_bytes());
+            b[2] |= FLAG_PREDICTION;
+            b[3..7].copy_from_slice(&us.to_be_bytes());
         }
         Ok(len)
     }

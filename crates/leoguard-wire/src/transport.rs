@@ -1,7 +1,9 @@
 //! leoguard's own TCP carried over UDP (`leoguard-transport`, docs/wire.md "User-space transport"):
 //! one UDP datagram holds one message of the sans-IO TCP in `leoguard-proto` — a data segment, an
 //! ACK with SACK/DSACK blocks, or the close handshake — plus a TLV options area, so fields that later
-//! transports add (StarTCP's handover signals) ride along without a change of format.
+//! transports add ride along without a change of format. Kind 1 carries StarTCP's signals (a probe's
+//! flag on a zero-length data segment, the prediction and recovery notice on ACKs) in the encoding of
+//! its TCP option ([`StartcpOption`]).
 //!
 //! ```text
 //! every message:  version (1) | type | flags | options length | flow id (4)
@@ -14,6 +16,7 @@
 //! first block lies below `cum` or inside the second.
 
 use crate::error::{check_in, check_out, WireError};
+use crate::startcp::StartcpOption;
 
 /// The version this module reads and writes.
 pub const TRANSPORT_VERSION: u8 = 1;
@@ -49,10 +52,14 @@ const ACK_HAS_TS_ECR: u8 = 0x01;
 /// Option kinds with this bit set are critical: a receiver that does not know one drops the whole
 /// datagram (and counts it); others it skips (as RFC 8200 §4.2's action bits do for IPv6 options).
 pub const OPTION_CRITICAL: u8 = 0x80;
-/// Option kind reserved for StarTCP's signals (predicted-handover offset, recovery notice, probe):
-/// its value is the data of TCP option kind 253 as `leoguard-wire`'s StarTCP module defines it. Not
-/// critical: a stack without StarTCP ignores it.
+/// Option kind of StarTCP's signals (probe flag, recovery notice, predicted-handover offset): its
+/// value is the data of TCP option kind 253 as the StarTCP module defines it ([`StartcpOption`]'s
+/// ExID, flags and prediction: 3 or 7 bytes), so both carriers share one encoding. Not critical: a
+/// stack without StarTCP ignores it; one that parses it finds it well formed ([`TlvOptions::parse`]
+/// checks its value).
 pub const OPTION_STARTCP: u8 = 0x01;
+/// Bytes of the largest StarTCP TLV (kind, length, 7 bytes of data with a prediction).
+pub const STARTCP_TLV_MAX: usize = 2 + 7;
 
 /// One TLV option: a kind byte, a length byte, `value`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -103,7 +110,11 @@ impl<'a> TlvOptions<'a> {
             if std::mem::replace(&mut seen[usize::from(kind)], true) {
                 return Err(WireError::DuplicateOption { subtype: kind });
             }
-            at += 2 + usize::from(raw[at + 1]);
+            let value = &raw[at + 2..at + 2 + usize::from(raw[at + 1])];
+            if kind == OPTION_STARTCP {
+                StartcpOption::parse_data(value)?;
+            }
+            at += 2 + value.len();
         }
         Ok(TlvOptions { raw })
     }
@@ -150,6 +161,23 @@ impl<'a> TlvOptions<'a> {
     /// The value of the option of kind `kind`, if present.
     pub fn get(&self, kind: u8) -> Option<&'a [u8]> {
         self.iter().find(|o| o.kind == kind).map(|o| o.value)
+    }
+
+    /// StarTCP's signals (kind [`OPTION_STARTCP`]), if the area carries them (`parse` validated them).
+    pub fn startcp(&self) -> Option<StartcpOption> {
+        self.get(OPTION_STARTCP).and_then(|v| StartcpOption::parse_data(v).ok())
+    }
+
+    /// Writes an options area holding only StarTCP's signals `opt` to the start of `buf` (at least
+    /// [`STARTCP_TLV_MAX`] bytes); returns its length. Parse the written bytes
+    /// ([`TlvOptions::parse`]) to put them on a packet.
+    pub fn emit_startcp(opt: &StartcpOption, buf: &mut [u8]) -> Result<usize, WireError> {
+        let len = 2 + opt.data_len();
+        check_out(buf, len)?;
+        buf[0] = OPTION_STARTCP;
+        buf[1] = opt.data_len() as u8; // 3 or 7
+        opt.emit_data(&mut buf[2..len])?;
+        Ok(len)
     }
 
     /// The first critical option whose kind is not in `known` (the datagram must then be dropped).
@@ -438,12 +466,13 @@ mod tests {
 
     #[test]
     fn options_iterate_and_flag_unknown_critical_kinds() {
-        let raw = [0x01, 2, 0xAA, 0xBB, 0x81, 0, 0x7F, 1, 9];
+        let raw = [0x02, 2, 0xAA, 0xBB, 0x81, 0, 0x7F, 1, 9];
         let o = TlvOptions::parse(&raw).expect("valid area");
         let v: Vec<_> = o.iter().map(|t| (t.kind, t.value.to_vec())).collect();
-        assert_eq!(v, vec![(0x01, vec![0xAA, 0xBB]), (0x81, vec![]), (0x7F, vec![9])]);
+        assert_eq!(v, vec![(0x02, vec![0xAA, 0xBB]), (0x81, vec![]), (0x7F, vec![9])]);
         assert_eq!(o.get(0x7F), Some(&[9u8][..]));
-        assert_eq!(o.get(0x02), None);
+        assert_eq!(o.get(0x03), None);
+        assert_eq!(o.startcp(), None);
         assert_eq!(o.unknown_critical(&[]), Some(0x81));
         assert_eq!(o.unknown_critical(&[0x81]), None);
         assert!(o.iter().nth(1).is_some_and(|t| t.is_critical()));
@@ -458,8 +487,8 @@ mod tests {
         let mut big = [0u8; 300];
         let opts = [TlvOption { kind: 1, value: &[0u8; 200] }, TlvOption { kind: 2, value: &[0u8; 60] }];
         assert!(matches!(TlvOptions::emit_list(&opts, &mut big), Err(WireError::InvalidField { .. })));
-        let dup = [TlvOption { kind: 1, value: &[] }, TlvOption { kind: 1, value: &[] }];
-        assert_eq!(TlvOptions::emit_list(&dup, &mut big), Err(WireError::DuplicateOption { subtype: 1 }));
+        let dup = [TlvOption { kind: 2, value: &[] }, TlvOption { kind: 2, value: &[] }];
+        assert_eq!(TlvOptions::emit_list(&dup, &mut big), Err(WireError::DuplicateOption { subtype: 2 }));
     }
 
     #[test]

@@ -13,10 +13,12 @@ fn below(rng: &mut RngStream, n: usize) -> usize {
     (rng.next_u64() % n as u64) as usize
 }
 
-/// Valid datagrams of every message type, with and without options.
+/// Valid datagrams of every message type, with and without options (StarTCP's kind 1 among them).
 fn seeds() -> Vec<Vec<u8>> {
-    let opts = [0x01u8, 2, 0xAB, 0xCD, 0x90, 0];
+    let opts = [0x02u8, 2, 0xAB, 0xCD, 0x90, 0];
     let options = TlvOptions::parse(&opts).expect("seed options");
+    let star = [0x01u8, 7, 0x53, 0x54, 0x07, 0x00, 0x01, 0x02, 0x03, 0x7F, 1, 9];
+    let star = TlvOptions::parse(&star).expect("seed StarTCP options");
     let ack = AckRepr {
         cum: 5000,
         sack: [(100, 200), (6000, 7000), (9000, 9100)],
@@ -38,7 +40,7 @@ fn seeds() -> Vec<Vec<u8>> {
     ];
     let mut out = Vec::new();
     for m in messages {
-        for o in [TlvOptions::EMPTY, options] {
+        for o in [TlvOptions::EMPTY, options, star] {
             let p = TransportPacket { flow: 0x0102_0304, options: o, message: m };
             let mut b = vec![0u8; p.buffer_len()];
             p.emit(&mut b).expect("seed emits");

@@ -2,8 +2,10 @@
 //! docs/wire.md "User-space transport": each asserts parse(bytes) == repr and emit(repr) == bytes, and
 //! the error vectors assert the typed error.
 
-use leoguard_wire::transport::{OPTION_STARTCP, TRANSPORT_VERSION};
-use leoguard_wire::{AckRepr, DataSegment, TlvOption, TlvOptions, TransportMessage, TransportPacket, WireError};
+use leoguard_wire::transport::{STARTCP_TLV_MAX, TRANSPORT_VERSION};
+use leoguard_wire::{
+    AckRepr, DataSegment, StartcpOption, TlvOption, TlvOptions, TransportMessage, TransportPacket, WireError,
+};
 
 fn both_ways(bytes: &[u8], packet: TransportPacket<'_>) {
     assert_eq!(TransportPacket::parse(bytes), Ok(packet), "parse {bytes:02x?}");
@@ -42,7 +44,7 @@ fn data_segment_with_payload() {
 }
 
 #[test]
-fn retransmitted_segment_with_a_startcp_option() {
+fn retransmitted_segment_with_an_unknown_option() {
     let bytes = [
         0x01, 0x01, // version 1, data
         0x01, // flags: retransmission
@@ -51,12 +53,14 @@ fn retransmitted_segment_with_a_startcp_option() {
         0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, // seq
         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x2A, // TSval 42 µs
         0x00, 0x01, // payload length 1
-        0x01, 0x03, 0x10, 0x20, 0x30, // option: StarTCP (kind 1), 3 bytes of value
+        0x7E, 0x03, 0x10, 0x20, 0x30, // option kind 126 (not critical, unknown here), 3 bytes of value
         0xFF, // payload
     ];
-    let raw = [0x01, 0x03, 0x10, 0x20, 0x30];
+    let raw = [0x7E, 0x03, 0x10, 0x20, 0x30];
     let options = TlvOptions::parse(&raw).expect("options");
-    assert_eq!(options.get(OPTION_STARTCP), Some(&[0x10, 0x20, 0x30][..]));
+    assert_eq!(options.get(0x7E), Some(&[0x10, 0x20, 0x30][..]));
+    assert_eq!(options.startcp(), None);
+    assert_eq!(options.unknown_critical(&[]), None);
     both_ways(
         &bytes,
         TransportPacket {
@@ -72,9 +76,76 @@ fn retransmitted_segment_with_a_startcp_option() {
     );
     // The same area built by the encoder.
     let mut area = [0u8; 8];
-    let n = TlvOptions::emit_list(&[TlvOption { kind: OPTION_STARTCP, value: &[0x10, 0x20, 0x30] }], &mut area)
-        .expect("encode");
+    let n = TlvOptions::emit_list(&[TlvOption { kind: 0x7E, value: &[0x10, 0x20, 0x30] }], &mut area).expect("encode");
     assert_eq!(&area[..n], &raw);
+}
+
+#[test]
+fn startcp_probe() {
+    // A stalled StarTCP sender's probe: a data segment without payload at snd_nxt, with kind 1
+    // carrying the StarTCP option's data (ExID "ST", flags P).
+    let bytes = [
+        0x01, 0x01, // version 1, data
+        0x00, // flags: not a retransmission
+        0x05, // options length 5
+        0x00, 0x00, 0x00, 0x09, // flow id 9
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, // seq 1 MiB (snd_nxt)
+        0x00, 0x00, 0x00, 0x00, 0x01, 0xC9, 0xC3, 0x80, // TSval 30 000 000 µs
+        0x00, 0x00, // payload length 0
+        0x01, 0x03, // option kind 1 (StarTCP), 3 bytes
+        0x53, 0x54, // ExID "ST" (as in TCP option 253)
+        0x01, // flags: P (probe)
+    ];
+    let probe = StartcpOption { probe: true, recovered: false, next_handover_us: None };
+    let mut area = [0u8; STARTCP_TLV_MAX];
+    let n = TlvOptions::emit_startcp(&probe, &mut area).expect("encode");
+    assert_eq!(&area[..n], &bytes[26..31]);
+    let options = TlvOptions::parse(&area[..n]).expect("valid area");
+    assert_eq!(options.startcp(), Some(probe));
+    both_ways(
+        &bytes,
+        TransportPacket {
+            flow: 9,
+            options,
+            message: TransportMessage::Data(DataSegment {
+                seq: 1 << 20,
+                retransmission: false,
+                ts_us: 30_000_000,
+                payload: &[],
+            }),
+        },
+    );
+    // The TLV's value is byte for byte the data of the TCP option (kind 253, length 5).
+    let mut tcp = [0u8; 9];
+    let m = probe.emit(&mut tcp).expect("tcp option");
+    assert_eq!(&tcp[2..m], &bytes[28..31]);
+}
+
+#[test]
+fn startcp_ack_with_a_prediction_and_a_recovery_notice() {
+    let bytes = [
+        0x01, 0x02, // version 1, ACK
+        0x01, // flags: TSecr present
+        0x09, // options length 9
+        0x00, 0x00, 0x00, 0x09, // flow id 9
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, // cum 1 MiB
+        0x00, 0x00, 0x00, 0x00, 0x01, 0xC9, 0xC3, 0x80, // TSecr 30 000 000 µs
+        0x04, 0x00, 0x00, 0x00, // rwnd 64 MiB
+        0x00, // no SACK blocks
+        0x01, 0x07, // option kind 1 (StarTCP), 7 bytes
+        0x53, 0x54, // ExID "ST"
+        0x06, // flags: R (recovery notice) | H (a prediction follows)
+        0x00, 0xE4, 0xE1, 0xC0, // the next handover 15 000 000 µs after this ACK left
+    ];
+    let sig = StartcpOption { probe: false, recovered: true, next_handover_us: Some(15_000_000) };
+    let mut area = [0u8; STARTCP_TLV_MAX];
+    let n = TlvOptions::emit_startcp(&sig, &mut area).expect("encode");
+    assert_eq!(n, STARTCP_TLV_MAX);
+    assert_eq!(&area[..n], &bytes[29..]);
+    let options = TlvOptions::parse(&area[..n]).expect("valid area");
+    assert_eq!(options.startcp(), Some(sig));
+    let ack = AckRepr { cum: 1 << 20, rwnd: 64 << 20, ts_ecr_us: Some(30_000_000), ..AckRepr::default() };
+    both_ways(&bytes, TransportPacket { flow: 9, options, message: TransportMessage::Ack(ack) });
 }
 
 #[test]
@@ -234,6 +305,26 @@ fn errors_are_typed() {
     bad_opt[3] = 2;
     bad_opt[16..].copy_from_slice(&[0x05, 0x01]);
     assert_eq!(TransportPacket::parse(&bad_opt), Err(WireError::OptionOverrun { option_type: 5, offset: 0 }));
+    // A StarTCP option (kind 1) whose data is not the TCP option's: too short, another ExID, the
+    // prediction flag without a prediction, a prediction without the flag.
+    for (value, err) in [
+        (&[0x53][..], WireError::TcpOptionLength { kind: 253, len: 3, expected: 5 }),
+        (&[0x53, 0x54], WireError::TcpOptionLength { kind: 253, len: 4, expected: 5 }),
+        (&[0xF9, 0x89, 0x00], WireError::InvalidField { field: "StarTCP ExID (another experiment's option)" }),
+        (&[0x53, 0x54, 0x04], WireError::TcpOptionLength { kind: 253, len: 5, expected: 9 }),
+        (&[0x53, 0x54, 0x00, 0, 0, 0, 1], WireError::TcpOptionLength { kind: 253, len: 9, expected: 5 }),
+    ] {
+        let area = [&[0x01, value.len() as u8][..], value].concat();
+        assert_eq!(TlvOptions::parse(&area), Err(err), "{area:02x?}");
+        let mut dgram = fin.to_vec();
+        dgram[3] = area.len() as u8;
+        dgram.extend_from_slice(&area);
+        assert_eq!(TransportPacket::parse(&dgram), Err(err), "{dgram:02x?}");
+    }
+    assert_eq!(
+        TlvOptions::emit_startcp(&StartcpOption::default(), &mut [0u8; 4]),
+        Err(WireError::BufferTooSmall { need: 5, have: 4 })
+    );
     // emit into too small a buffer.
     let p = TransportPacket::parse(&fin).expect("valid");
     assert_eq!(p.emit(&mut [0u8; 10]), Err(WireError::BufferTooSmall { need: 16, have: 10 }));

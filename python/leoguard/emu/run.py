@@ -29,7 +29,7 @@ from leoguard.emu.hosts import Lab, cleanup, softnet_drops, v6_addr
 from leoguard.emu.transport import KERNEL_CC, flow_stack
 from leoguard.errors import LeoguardError
 from leoguard.scenario import Scenario, load_scenario
-from leoguard.simulate import flow_summary, web_summary
+from leoguard.simulate import flow_summary, interruptions_table, startcp_table, web_summary
 
 BASE_PORT = 5201
 TC_EF = 0xB8
@@ -146,6 +146,12 @@ class EmuResults:
     in_flight_bytes, srtt_ns, acked_bytes, retransmissions, goodput_bps): from leoguard-transport's
     telemetry on the leoguard stack (every `sample_every_s`), from iperf3's 1 s intervals on the kernel's
     (bytes written stand for acked_bytes; in flight unknown)."""
+    startcp: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """StarTCP senders' stalls on leoguard-transport, the simulator's `startcp` columns (flow,
+    predicted_ns, stall_start_ns, stall_end_ns, probes, reason, lead_ns, state_*), in model time."""
+    interruptions: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """Interruptions StarTCP receivers detected on real arrivals: flow, start_ns (model time),
+    duration_ns, stalled (the simulator's columns)."""
 
     def summary(self) -> dict[str, Any]:
         """The object `leoguard run --json` prints, plus `emulator`."""
@@ -183,7 +189,7 @@ class EmuResults:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         out = {}
-        for name in ("flows", "links", "pings", "packets", "web", "series"):
+        for name in ("flows", "links", "pings", "packets", "web", "series", "startcp", "interruptions"):
             p = d / f"{name}.parquet"
             getattr(self, name).write_parquet(p)
             out[name] = p
@@ -558,7 +564,7 @@ def _start_servers(
             continue
         if f.kind == "tcp" and flow_stack(f) == "leoguard":
             out = str(wdir / f"transport{i}.json")
-            args = transport.receiver_args(_Proc.transport_exe, scenario, v6_addr(dst), port, out)
+            args = transport.receiver_args(_Proc.transport_exe, scenario, f, v6_addr(dst), port, out)
             p = _Proc(lab, dst, args, wdir, f"server{i}")
             _wait_listening(p.p.pid, port, "udp")
         elif f.kind == "tcp":
@@ -648,6 +654,8 @@ def _results(
         return names[i] if i is not None and i < len(names) else None
 
     rows, pings, tools, packets, web_rows, series = [], [], {}, [], [], []
+    stalls: list[dict[str, Any]] = []
+    gaps: list[dict[str, Any]] = []
     t0 = emu["t0_ns"]
     for i, (f, fc) in enumerate(zip(scenario.flows, spec["flows"], strict=True)):
         dpf = emu["flows"][i]
@@ -682,6 +690,10 @@ def _results(
             row["endpoint_loss"] = row["network_loss"]
             series.extend(rows_i)
             tools[f"transport_{i}"] = raw
+            if f.cc == "startcp":
+                s_i, g_i = transport.startcp_rows(i, raw["send"], raw["recv"], t0)
+                stalls.extend(s_i)
+                gaps.extend(g_i)
         elif f.kind == "tcp":
             try:
                 rep = json.loads(out)
@@ -756,4 +768,7 @@ def _results(
     web = pl.DataFrame(web_rows, schema=web_schema)
     series_df = pl.DataFrame(series, schema={k: getattr(pl, v) for k, v in transport.SERIES_SCHEMA.items()})
     series_df = series_df.sort("flow", "t_ns")
-    return EmuResults(scenario, flows, links, pings_df, packets_df, emu, wall, meta, tools, web=web, series=series_df)
+    res = EmuResults(scenario, flows, links, pings_df, packets_df, emu, wall, meta, tools, web=web, series=series_df)
+    res.startcp = startcp_table(stalls)
+    res.interruptions = interruptions_table(gaps)
+    return res

@@ -1,18 +1,22 @@
 """tcp flows on leoguard's own TCP in the emulator: `leoguard-transport` (docs/transport.md) runs the
 simulator's sans-IO TCP, with any controller of its registry, over UDP between the two hosts, in place of
 iperf3 and the kernel's TCP. A flow runs there when its `stack` is "leoguard", or when it names no stack
-and its `cc` is one the emulator's kernel stack does not offer (satcp, hybla, pcc-allegro, pcc-vivace:
-it runs cubic, bbr and reno). Its figures land in the same columns as an iperf3
-flow's: goodput and delivered bytes from the receiver, retransmissions (and RTOs, probes, DSACKs, undos,
-which iperf3 cannot give) from the sender, and a per-interval `series` like the simulator's."""
+and its `cc` is one the emulator's kernel stack does not offer (satcp, startcp, hybla, pcc-allegro,
+pcc-vivace: it runs cubic, bbr and reno). Its figures land in the same columns as an iperf3 flow's: goodput
+and delivered bytes from the receiver, retransmissions (and RTOs, probes, DSACKs, undos, which iperf3 cannot
+give) from the sender, and a per-interval `series` like the simulator's. A StarTCP flow (`cc = "startcp"`,
+the scenario's `[startcp]` passed as `--startcp` to both ends) adds the simulator's `startcp` rows (the
+sender's stalls) and `interruptions` rows (what the receiver detected)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from leoguard.errors import LeoguardError
 from leoguard.scenario import Flow, Scenario
+from leoguard.sections import STARTCP_WEIGHTS, Startcp
 
 KERNEL_CC = {"cubic": "cubic", "bbr": "bbr", "reno": "reno", "newreno": "reno"}
 """Scenario congestion controls the kernel has (Linux's reno is NewReno with SACK)."""
@@ -43,17 +47,18 @@ def leoguard_flows(scenario: Scenario) -> list[int]:
 def check_flow(scenario: Scenario, i: int, f: Flow, tunnelled: list[int]) -> None:
     """Field-named errors for a tcp flow the emulator cannot run on the stack it asks for."""
     if flow_stack(f) == "kernel":
+        if f.cc == "startcp":
+            raise LeoguardError(
+                f'invalid flows[{i}].stack = "kernel" with cc = startcp: StarTCP\'s probes and handover '
+                "predictions travel in leoguard's own TCP (leoguard-transport's option kind 1), which Linux's "
+                'TCP does not have; use stack = "leoguard" (the default for startcp)'
+            )
         if f.cc not in KERNEL_CC:
             raise LeoguardError(
                 f"invalid flows[{i}].cc = {f.cc}: the kernel has cubic, bbr and reno (newreno maps to reno); "
                 f'stack = "leoguard" runs leoguard\'s own TCP instead'
             )
         return
-    if f.cc == "startcp":
-        raise LeoguardError(
-            f"invalid flows[{i}].cc = startcp: leoguard-transport does not carry StarTCP's signals and probes "
-            "yet (it would run plain BBR); StarTCP runs in the simulator"
-        )
     if f.cc == "satcp" and scenario.topology is not None and scenario.topology.kind == "constellation":
         raise LeoguardError(
             f"invalid flows[{i}].cc = satcp: on a constellation the simulator tells SaTCP of every handover, and "
@@ -80,13 +85,35 @@ def recovery_spec(scenario: Scenario) -> str:
     return ",".join([t.recovery] + [f"{k}={'on' if v else 'off'}" for k, v in switches if v is not None])
 
 
-def receiver_args(exe: str, scenario: Scenario, addr: str, port: int, out: str) -> list[str]:
-    """`leoguard-transport recv` for a flow whose receiver listens on [addr]:port."""
+def startcp_spec(st: Startcp | None) -> str:
+    """The scenario's `[startcp]` as `--startcp` (the same field names; `on`: every default). A learnt
+    policy's weights file is passed by absolute path (the shipped policy without `weights`)."""
+    if st is None:
+        return "on"
+    parts = []
+    for k, v in st.model_dump(exclude_none=True).items():
+        if k == "leads_ms":
+            v = ":".join(f"{x:g}" for x in v)
+        elif k == "weights":
+            continue
+        elif isinstance(v, float):
+            v = f"{v:g}"
+        parts.append(f"{k}={v}")
+    if st.policy == "learnt":
+        parts.append(f"weights={Path(st.weights or STARTCP_WEIGHTS).resolve()}")
+    return ",".join(parts)
+
+
+def receiver_args(exe: str, scenario: Scenario, f: Flow, addr: str, port: int, out: str) -> list[str]:
+    """`leoguard-transport recv` for flow `f`, whose receiver listens on [addr]:port."""
     ms = max(1, round(scenario.sample_every_s * 1000))
-    return [
+    args = [
         exe, "recv", "--bind", f"[{addr}]:{port}", "--out", out, "--json-interval", str(ms),
         "--recovery", recovery_spec(scenario), "--timeout", f"{scenario.duration_s + 30:.3f}",
     ]  # fmt: skip
+    if f.cc == "startcp":
+        args += ["--startcp", startcp_spec(scenario.startcp)]
+    return args
 
 
 def sender_args(
@@ -105,6 +132,8 @@ def sender_args(
         args += ["--rate-mbps", f"{f.rate_mbps:g}"]
     if tclass:
         args += ["--tclass", str(tclass)]
+    if f.cc == "startcp":
+        args += ["--startcp", startcp_spec(scenario.startcp)]
     return args
 
 
@@ -162,6 +191,36 @@ def flow_results(
     series = [_series_row(i, d, t0) for d in lines if d.get("event") == "interval"]
     tools = {"send": summary, "recv": {k: v for k, v in recv.items() if k != "intervals"}, "exit": rc}
     return row, series, tools
+
+
+def startcp_rows(
+    i: int, send: dict[str, Any], recv: dict[str, Any], t0: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A StarTCP flow's stalls (the simulator's `startcp` columns) and detected interruptions (its
+    `interruptions` columns), in model time (ns since the data plane's origin `t0`, CLOCK_MONOTONIC)."""
+    from leoguard import _core
+
+    st_s, st_r = send.get("startcp") or {}, recv.get("startcp") or {}
+    o_s, o_r = int(send["origin_mono_ns"]) - t0, int(recv["origin_mono_ns"]) - t0
+
+    def at(o: int, x: int | None) -> int | None:
+        return None if x is None else max(0, o + int(x))
+
+    stalls = []
+    for x in st_s.get("stalls") or []:
+        row = {
+            "flow": i, "predicted_ns": at(o_s, x["predicted_ns"]), "stall_start_ns": at(o_s, x["stall_start_ns"]),
+            "stall_end_ns": at(o_s, x["stall_end_ns"]), "probes": x["probes"], "reason": x["reason"],
+            "lead_ns": x["lead_ns"],
+        }  # fmt: skip
+        for name, v in zip(_core.STARTCP_FEATURES, x["state"], strict=True):
+            row[f"state_{name}"] = v
+        stalls.append(row)
+    gaps = [
+        {"flow": i, "start_ns": at(o_r, x["start_ns"]), "duration_ns": x["duration_ns"], "stalled": x["stalled"]}
+        for x in st_r.get("interruptions") or []
+    ]
+    return stalls, gaps
 
 
 def iperf3_series(i: int, rep: dict[str, Any], start_ns: int) -> list[dict[str, Any]]:

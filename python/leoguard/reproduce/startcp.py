@@ -158,3 +158,103 @@ def reproduce(
             out.runs[(exp, name)] = r
             out.rows.extend(rows_of(r, exp, name))
     return out
+
+
+# --- The two-path experiment on the real-time emulator (leoguard-transport between two hosts) ---
+
+#: Schemes the emulator runs: leoguard's BBR and StarTCP over it on leoguard-transport (the
+#: simulator's sans-IO TCP over UDP), and Linux's BBR through iperf3 ("bbr-kernel").
+EMU_SCHEMES = ("bbr", "startcp", "bbr-kernel")
+
+
+EMU_TAIL_S = 2.0
+"""Seconds an emulated run lasts beyond `duration_s`: the emulator stops a flow's sending `emu.tail_s`
+(1 s) and 4 RTTs before its end, so the flow still sends through the last handover's whole second."""
+
+
+def two_path_emu(scheme: str, duration_s: float = 62.0, seed: int = 1, startcp: dict | None = None) -> Scenario:
+    """`two_path` for the emulator: the same topology and flow, on leoguard's own TCP (leoguard-transport)
+    for "bbr" and "startcp", on the kernel's (iperf3) for "bbr-kernel"; the run lasts `EMU_TAIL_S` longer
+    (its handovers are those of `duration_s`)."""
+    cc, stack = ("bbr", "kernel") if scheme == "bbr-kernel" else (scheme, "leoguard")
+    sc = two_path(cc, duration_s + EMU_TAIL_S, seed, startcp)
+    flows = [f.model_copy(update={"stack": stack}) for f in sc.flows]
+    return sc.model_copy(update={"flows": flows, "name": f"startcp-two-path-{scheme}-emu"})
+
+
+def emu_whole_seconds(r: Any, flow: int = 0) -> pl.DataFrame:
+    """An emulated run's sender series at whole seconds of model time, as the simulator samples it:
+    cumulative acknowledged bytes and retransmissions interpolated linearly between the transport's
+    samples (every `sample_every_s`; iperf3's every 1 s), so `per_second` reads both engines alike."""
+    s = r.series.filter(pl.col("flow") == flow).sort("t_ns")
+    if s.is_empty():
+        return s
+    t = s["t_ns"].cast(pl.Float64).to_list()
+    acked = s["acked_bytes"].cast(pl.Float64).to_list()
+    retx = s["retransmissions"].cast(pl.Float64).to_list()
+    out = []
+    for sec in range(int(t[0] // 1e9) + 1, int(t[-1] // 1e9) + 1):
+        x = sec * 1e9
+        k = next(i for i in range(1, len(t)) if t[i] >= x)
+        w = (x - t[k - 1]) / max(1.0, t[k] - t[k - 1])
+        out.append(
+            {
+                "flow": flow,
+                "t_ns": sec * 1_000_000_000,
+                "acked_bytes": round(acked[k - 1] + w * (acked[k] - acked[k - 1])),
+                "retransmissions": round(retx[k - 1] + w * (retx[k] - retx[k - 1])),
+            }
+        )
+    return pl.DataFrame(out, schema={"flow": pl.UInt32, "t_ns": pl.Int64, "acked_bytes": pl.Int64,
+                                     "retransmissions": pl.Int64})  # fmt: skip
+
+
+@dataclass
+class _WholeSeconds:
+    """What `rows_of` reads of a run: its scenario, whole-second series and StarTCP stalls."""
+
+    scenario: Scenario
+    series: pl.DataFrame
+    startcp: pl.DataFrame
+
+
+def emu_rows_of(r: Any, experiment: str, scheme: str) -> list[dict[str, Any]]:
+    """One row per handover of an emulated run (`EmuResults`), computed as the simulator's rows are."""
+    secs = emu_whole_seconds(r)
+    view = _WholeSeconds(r.scenario, secs, r.startcp)
+    rows = rows_of(view, experiment, scheme, engine="emu")  # type: ignore[arg-type]
+    # A handover whose whole second the sender's series does not cover (the run ended first) has no row.
+    last = int(secs["t_ns"].max() // 1_000_000_000) if len(secs) else -1
+    rows = [x for x in rows if int(x["t_s"]) + 1 <= last]
+    if scheme == "bbr-kernel":
+        # iperf3 reports bytes written to the socket per 1 s interval from its own start, not bytes
+        # delivered: no throughput for the handover second (its retransmissions are the kernel's, over
+        # those intervals, interpolated).
+        for x in rows:
+            x["throughput_mbps"] = None
+    return rows
+
+
+def reproduce_emu(
+    duration_s: float = 62.0,
+    seed: int = 1,
+    schemes: tuple[str, ...] = ("bbr", "startcp"),
+    startcp: dict | None = None,
+    on_run: Any = None,
+) -> StartcpReproduction:
+    """The two-path experiment on the emulator (real time: each run takes `duration_s` seconds and a few
+    more to set up), one row per handover with engine "emu". `on_run(name, results)` is called after each
+    run (progress)."""
+    from leoguard.emu import emulate
+
+    bad = [s for s in schemes if s not in EMU_SCHEMES]
+    if bad:
+        raise ValueError(f"unknown emulator scheme {bad[0]!r}: choose from {', '.join(EMU_SCHEMES)}")
+    out = StartcpReproduction()
+    for name in schemes:
+        r = emulate(two_path_emu(name, duration_s, seed, startcp if name == "startcp" else None))
+        out.runs[("two-path", f"{name}-emu")] = r  # type: ignore[assignment]
+        out.rows.extend(emu_rows_of(r, "two-path", name))
+        if on_run is not None:
+            on_run(name, r)
+    return out

@@ -6,6 +6,16 @@ use super::{ArrivalKind, Signal, StartcpConfig, StartcpError};
 use leoguard_core::{Duration, Instant};
 use std::collections::VecDeque;
 
+/// Gaps that start within this of the end of an interruption that opened a new window are one
+/// episode: the episode casts one vote for the phase, at the start of its longest gap (the others are
+/// recorded all the same). A sender that kept sending into a handover's interruption (BBR) has its
+/// window full of lost segments when the link comes back and stops until the first ACKs after it
+/// arrive ("sending blocking", §1): a second, shorter gap about a round trip after the first, at the
+/// same place in every period, which with a vote of its own ties with the handover and can win the
+/// phase (seen on the emulator: a prediction 176 ms late). One second covers a few round trips of a
+/// LEO path and is far below the 15 s period; shorter periods use period / 8.
+pub const AFTERMATH: Duration = Duration::from_secs(1);
+
 /// One interruption the receiver detected: a gap in arrivals above the threshold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Interruption {
@@ -36,7 +46,9 @@ enum Notice {
 ///   `gap_threshold` is an interruption starting at the last arrival before it. Probes count as
 ///   arrivals (§2.3: they give the interruption's exact start while the sender is stalled). A sender
 ///   that goes idle also leaves a gap: such false interruptions are why the phase is the densest
-///   residue (KDE) and not the latest one. A window-limited, unpaced sender (cwnd well below the
+///   residue (KDE) and not the latest one. Gaps within [`AFTERMATH`] (or period / 8) after the end of
+///   the one that opened an episode cast one vote between them, for the longest. A window-limited,
+///   unpaced sender (cwnd well below the
 ///   BDP) leaves a gap every round trip: those gaps are interruptions by this rule too, and many of
 ///   them per period crowd the `max_events` window; the paper runs StarTCP over BBR, whose paced
 ///   arrivals are steady.
@@ -58,6 +70,9 @@ pub struct HandoverManager {
     starts: VecDeque<Instant>,
     peak: Option<Peak>,
     interruptions: Vec<Interruption>,
+    /// The current episode: its window's end and its longest gap so far (whose start holds the
+    /// episode's vote, the newest in `starts`).
+    episode: Option<(Instant, Duration)>,
     notice: Notice,
     notices: u64,
 }
@@ -73,6 +88,7 @@ impl HandoverManager {
             starts: VecDeque::with_capacity(cfg.max_events as usize),
             peak: None,
             interruptions: Vec::new(),
+            episode: None,
             notice: Notice::Idle,
             notices: 0,
         })
@@ -92,7 +108,21 @@ impl HandoverManager {
             if gap > limit {
                 let stalled = prev_kind == ArrivalKind::Probe;
                 self.interruptions.push(Interruption { start: prev, duration: gap, stalled });
-                self.on_interruption(prev);
+                match self.episode {
+                    Some((until, longest)) if prev < until => {
+                        if gap > longest {
+                            // The longer gap takes the episode's vote.
+                            self.starts.pop_back();
+                            self.on_interruption(prev);
+                            self.episode = Some((until, gap));
+                        }
+                    }
+                    _ => {
+                        self.on_interruption(prev);
+                        let aftermath = AFTERMATH.min(Duration(self.cfg.period.as_nanos() / 8));
+                        self.episode = Some((now + aftermath, gap));
+                    }
+                }
                 if stalled {
                     self.notice = Notice::Pending;
                     self.notices += 1;

@@ -26,14 +26,16 @@ mod manager;
 mod mlp;
 mod policy;
 mod sender;
+mod spec;
 mod state;
 #[cfg(test)]
 mod tests;
 
-pub use manager::{HandoverManager, Interruption};
+pub use manager::{HandoverManager, Interruption, AFTERMATH};
 pub use mlp::{Activation, MlpLayer, MlpPolicy, PolicyError, POLICY_FORMAT, POLICY_VERSION};
 pub use policy::{FixedLead, HeuristicLead, LeadPolicy, LeadState, ScriptedLeads, FEATURES};
 pub use sender::{HandoverRecord, ResumeReason, SenderSnapshot, SendingController, Transition};
+pub use spec::{StartcpPolicy, StartcpSpec};
 pub use state::StateTracker;
 
 /// Longest handover period accepted (an hour: anything longer is not a periodic handover schedule).

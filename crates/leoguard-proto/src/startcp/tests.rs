@@ -198,6 +198,45 @@ fn an_idle_sender_that_starts_probing_raises_no_notice() {
 
 const T: Duration = Duration::from_secs(15);
 
+#[test]
+fn a_gap_right_after_an_interruption_shares_its_vote_and_the_longer_gap_gets_it() {
+    // Handovers at 15, 30, 45 s (100 ms each), each followed 150 ms after its end by a 90 ms gap (a
+    // sender blocked on a window of lost segments): the phase stays the handovers', and the
+    // aftermath gaps, which would tie with them, are still recorded.
+    let mut outages = Vec::new();
+    for k in 1..=3u64 {
+        let h = Instant::ZERO + Duration::from_secs(15 * k);
+        outages.push((h, ms(100)));
+        outages.push((h + ms(250), ms(90)));
+    }
+    let m = drive(StartcpConfig::default(), &outages, 47);
+    assert_eq!(m.interruptions().len(), 6, "{:?}", m.interruptions());
+    let phase = m.base_phase().expect("a phase after three handovers");
+    assert!(phase_err(phase, Duration::ZERO) < ms(3), "{phase:?}");
+    assert_eq!(m.peak().map(|p| p.support), Some(3));
+    // A shorter gap first (a 30 ms hiccup 500 ms before each handover): the handover, longer, takes
+    // the episode's vote.
+    let mut early = Vec::new();
+    for k in 1..=3u64 {
+        let h = Instant::ZERO + Duration::from_secs(15 * k);
+        early.push((Instant(h.as_nanos() - 500_000_000), ms(30)));
+        early.push((h, ms(100)));
+    }
+    let m = drive(StartcpConfig::default(), &early, 47);
+    assert!(phase_err(m.base_phase().expect("a phase"), Duration::ZERO) < ms(3));
+    assert_eq!(m.peak().map(|p| p.support), Some(3));
+    // Just past AFTERMATH, the second gap is a handover candidate again.
+    let mut late = Vec::new();
+    for k in 1..=3u64 {
+        let h = Instant::ZERO + Duration::from_secs(15 * k);
+        late.push((h, ms(100)));
+        late.push((h + ms(100) + AFTERMATH + ms(10), ms(90)));
+    }
+    let m = drive(StartcpConfig::default(), &late, 47);
+    assert_eq!(m.peak().map(|p| p.support), Some(3));
+    assert_eq!(m.interruptions().len(), 6);
+}
+
 /// Circular distance between two phases modulo `T`.
 fn phase_err(a: Duration, b: Duration) -> Duration {
     let d = a.as_nanos().abs_diff(b.as_nanos()) % T.as_nanos();
