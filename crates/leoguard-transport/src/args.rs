@@ -27,7 +27,13 @@ usage: leoguard-transport send --to ADDR:PORT --cc NAME (--bytes N | --seconds S
               cwnd_limited quickack)
   --mss       payload bytes per datagram (default: a 1500-byte path: 1426 over IPv6, 1446 over IPv4)
   --timeout   give up after S seconds (send: default S + 10 with --seconds, none with --bytes;
-              recv: default none)";
+              recv: default none)
+       leoguard-transport leotp-serve --bind ADDR:PORT [--bytes N] [--out FILE.json] [--timeout S]
+       leoguard-transport leotp-fetch --from ADDR:PORT (--bytes N | --seconds S) [--bind ADDR:PORT]
+                                      [--out FILE.json] [--mss BYTES] [--timeout S]
+  leotp-serve  a LEOTP producer of N pattern bytes (default: unbounded, 4 GiB - 1) to every consumer
+  leotp-fetch  a LEOTP consumer: fetches [0, N) (or as much as S seconds allow), checks every byte,
+               prints a JSON summary (docs/leotp.md, \"On real packets\")";
 
 /// Bytes of the IP and UDP headers and the transport's data header on a datagram of `addr`'s family.
 pub fn header_bytes(addr: &SocketAddr) -> u32 {
@@ -185,6 +191,10 @@ pub enum Command {
     Send(SendArgs),
     /// `recv`.
     Recv(RecvArgs),
+    /// `leotp-serve`: a LEOTP producer.
+    LeotpServe(crate::leotp::ServeArgs),
+    /// `leotp-fetch`: a LEOTP consumer.
+    LeotpFetch(crate::leotp::FetchArgs),
     /// `--help`.
     Help,
 }
@@ -208,9 +218,9 @@ impl RecvArgs {
     }
 }
 
-type Flags = Vec<(String, String)>;
+pub(crate) type Flags = Vec<(String, String)>;
 
-fn flags(args: &[String], known: &[&str]) -> Result<Flags, String> {
+pub(crate) fn flags(args: &[String], known: &[&str]) -> Result<Flags, String> {
     let mut out: Flags = Vec::new();
     let mut it = args.iter();
     while let Some(k) = it.next() {
@@ -230,16 +240,16 @@ fn flags(args: &[String], known: &[&str]) -> Result<Flags, String> {
     Ok(out)
 }
 
-fn get<'a>(f: &'a Flags, k: &str) -> Option<&'a str> {
+pub(crate) fn get<'a>(f: &'a Flags, k: &str) -> Option<&'a str> {
     f.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
 }
 
-fn addr(f: &Flags, k: &str) -> Result<SocketAddr, String> {
+pub(crate) fn addr(f: &Flags, k: &str) -> Result<SocketAddr, String> {
     let v = get(f, k).ok_or_else(|| format!("{k} is required"))?;
     v.parse().map_err(|_| format!("{k}: expected ADDR:PORT ([v6]:port for IPv6), got {v:?}"))
 }
 
-fn seconds(f: &Flags, k: &str) -> Result<Option<Duration>, String> {
+pub(crate) fn seconds(f: &Flags, k: &str) -> Result<Option<Duration>, String> {
     get(f, k)
         .map(|v| match v.parse::<f64>() {
             Ok(s) if s.is_finite() && s > 0.0 && s <= 1e6 => Ok(Duration::from_secs_f64(s)),
@@ -248,7 +258,7 @@ fn seconds(f: &Flags, k: &str) -> Result<Option<Duration>, String> {
         .transpose()
 }
 
-fn millis(f: &Flags, k: &str) -> Result<Option<Duration>, String> {
+pub(crate) fn millis(f: &Flags, k: &str) -> Result<Option<Duration>, String> {
     get(f, k)
         .map(|v| match v.parse::<u64>() {
             Ok(ms) if (1..=3_600_000).contains(&ms) => Ok(Duration::from_millis(ms)),
@@ -257,7 +267,7 @@ fn millis(f: &Flags, k: &str) -> Result<Option<Duration>, String> {
         .transpose()
 }
 
-fn byte_count(k: &str, v: &str) -> Result<u64, String> {
+pub(crate) fn byte_count(k: &str, v: &str) -> Result<u64, String> {
     let (num, mult) = match v.char_indices().last() {
         Some((i, 'K' | 'k')) => (&v[..i], 1u64 << 10),
         Some((i, 'M' | 'm')) => (&v[..i], 1 << 20),
@@ -390,9 +400,11 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     match args.first().map(String::as_str) {
         Some("send") => parse_send(&args[1..]).map(Command::Send),
         Some("recv") => parse_recv(&args[1..]).map(Command::Recv),
+        Some("leotp-serve") => crate::leotp::parse_serve(&args[1..]).map(Command::LeotpServe),
+        Some("leotp-fetch") => crate::leotp::parse_fetch(&args[1..]).map(Command::LeotpFetch),
         Some("-h" | "--help" | "help") => Ok(Command::Help),
-        Some(other) => Err(format!("unknown command {other:?} (send or recv)")),
-        None => Err("a command is required (send or recv)".into()),
+        Some(other) => Err(format!("unknown command {other:?} (send, recv, leotp-serve or leotp-fetch)")),
+        None => Err("a command is required (send, recv, leotp-serve or leotp-fetch)".into()),
     }
 }
 

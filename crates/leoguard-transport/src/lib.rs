@@ -9,6 +9,7 @@
 //! the socket, signals and the JSON reports.
 
 pub mod args;
+pub mod leotp;
 pub mod pattern;
 pub mod receiver;
 pub mod report;

@@ -3,6 +3,8 @@
 //! ```text
 //! leoguard-transport send --to ADDR:PORT --cc NAME (--bytes N | --seconds S) [--json-interval MS] ...
 //! leoguard-transport recv --bind ADDR:PORT --out FILE.json [--json-interval MS] ...
+//! leoguard-transport leotp-serve --bind ADDR:PORT [--bytes N] ...      (LEOTP producer, src/leotp_io.rs)
+//! leoguard-transport leotp-fetch --from ADDR:PORT (--bytes N | --seconds S) ...   (LEOTP consumer)
 //! ```
 //! This file is the I/O only: the real clock (CLOCK_MONOTONIC, in whole microseconds, as leoguard
 //! `Instant`s from the process's start), one nonblocking UDP socket (IPv4 or IPv6), ppoll until the
@@ -27,6 +29,8 @@ use leoguard_transport::args::{self, Command, PolicyArg, RecvArgs, SendArgs, Sta
 use leoguard_transport::receiver::Receiver;
 use leoguard_transport::report::{Lateness, Rate, RecvInterval, RecvSummary, SendInterval, SendSummary};
 use leoguard_transport::sender::{Amount, Sender, SenderConfig};
+
+mod leotp_io;
 
 /// Datagrams read per readiness before the loop sends and looks at its timers again.
 const RECV_BATCH: usize = 256;
@@ -66,6 +70,8 @@ fn main() -> ExitCode {
         }
         Ok(Command::Send(a)) => send(&a),
         Ok(Command::Recv(a)) => recv(&a),
+        Ok(Command::LeotpServe(a)) => leotp_io::serve(&a),
+        Ok(Command::LeotpFetch(a)) => leotp_io::fetch(&a),
         Err(e) => {
             eprintln!("leoguard-transport: {e}");
             return ExitCode::from(2);

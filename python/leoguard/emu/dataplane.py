@@ -9,6 +9,7 @@ run prints one JSON line `{"error": ...}` and exits with status 2."""
 from __future__ import annotations
 
 import json
+import pickle
 import sys
 from pathlib import Path
 
@@ -23,8 +24,14 @@ def main(argv: list[str]) -> int:
         print(json.dumps({"error": usage}), flush=True)
         return 2
     try:
-        with open(argv[0], encoding="utf-8") as f:
-            scenario = from_dict(json.load(f), argv[0])
+        if argv[0].endswith(".pickle"):
+            # A validated model the orchestrator wrote into its own work directory (a run of apps
+            # only: a scenario without flows, which validating again would refuse).
+            with open(argv[0], "rb") as fb:
+                scenario = pickle.load(fb)
+        else:
+            with open(argv[0], encoding="utf-8") as f:
+                scenario = from_dict(json.load(f), argv[0])
         spec = scenario.to_core(Path(argv[1]))
         with open(argv[2], encoding="utf-8") as f:
             cfg = f.read()

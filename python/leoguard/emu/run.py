@@ -17,9 +17,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import polars as pl
 
@@ -141,6 +142,8 @@ class EmuResults:
     web: pl.DataFrame = field(default_factory=pl.DataFrame)
     """Page loads of web flows in real Chromium: flow, page, plt_s, speed_index_s, requests, bytes,
     protocol, error (docs/emu-web.md)."""
+    apps: dict[str, Any] = field(default_factory=dict)
+    """What each of `emulate`'s `apps` returned, by its name (e.g. leoguard.emu.leotp's endpoints)."""
     series: pl.DataFrame = field(default_factory=pl.DataFrame)
     """Per tcp flow and interval, the simulator's `series` columns (flow, t_ns in model time, cwnd_bytes,
     in_flight_bytes, srtt_ns, acked_bytes, retransmissions, goodput_bps): from leoguard-transport's
@@ -260,6 +263,55 @@ class _Proc:
         return rc, self.out.read_text(errors="replace"), self.err.read_text(errors="replace")
 
 
+@dataclass
+class AppHosts:
+    """What an app (`emulate`'s `apps`) gets to start its software in the run's hosts."""
+
+    lab: Lab
+    wdir: Path
+
+    def spawn(self, node: int, args: list[str], tag: str, realtime: bool = False) -> _Proc:
+        """Starts `args` in node's host, off the data plane's CPU (with `realtime`, at SCHED_FIFO priority,
+        as the UDP probe), output to `<tag>.out`/`.err` in the work directory; `.stop()` sends SIGTERM,
+        `.finish(timeout)` returns (exit code, stdout, stderr)."""
+        return _Proc(self.lab, node, args, self.wdir, tag, realtime=realtime)
+
+    def wait_bound(self, proc: _Proc, port: int) -> None:
+        """Waits until `proc` has bound UDP `port`."""
+        _wait_listening(proc.p.pid, port, "udp")
+
+
+class App(Protocol):
+    """Software run in the emulated hosts beside (or instead of) the scenario's flows: the data plane
+    accounts its packets as one more flow (the flow table's index after the scenario's)."""
+
+    name: str
+
+    def hosts(self) -> list[int]:
+        """The scenario nodes whose hosts it needs."""
+        ...
+
+    def account(self) -> dict[str, int]:
+        """Its data direction for the data plane: {"src", "dst", "proto", "port"} (destination port; 0: any)."""
+        ...
+
+    def start_servers(self, hosts: AppHosts) -> None:
+        """Starts what must listen before the run begins."""
+        ...
+
+    def start_clients(self, hosts: AppHosts, t0_ns: int) -> None:
+        """Starts the rest at CLOCK_MONOTONIC `t0_ns`, model time 0 (called just before it)."""
+        ...
+
+    def finish(self, timeout_s: float) -> Any:
+        """The emulated network has stopped: stops what still runs and returns its raw output."""
+        ...
+
+    def results(self, raw: Any, dataplane_flow: dict[str, Any]) -> Any:
+        """Its results from `finish`'s output and the data plane's figures of its flow."""
+        ...
+
+
 def _wait_listening(pid: int, port: int, proto: str, timeout: float = 5.0) -> None:
     """Waits until process `pid` (in its own namespace) listens on `port` (TCP) or is bound (UDP)."""
     want = f":{port:04X} "
@@ -302,9 +354,13 @@ def _percentile(values: list[float], q: float) -> float | None:
     return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
-def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work: Path | None = None) -> EmuResults:
+def emulate(
+    scenario: Scenario | str | Path, base_dir: Path | None = None, work: Path | None = None, apps: Sequence[App] = ()
+) -> EmuResults:
     """Runs a scenario (a model or a TOML path) on the real-time emulator and returns its results.
-    A Ctrl-C stops it: the hosts and the data plane are removed and the interrupt propagates."""
+    A Ctrl-C stops it: the hosts and the data plane are removed and the interrupt propagates.
+    `apps` run their own software in the hosts too (their results in `EmuResults.apps`); with apps, the
+    scenario may have no flows of its own (a model made with `model_copy`, on explicit links)."""
     if not isinstance(scenario, Scenario):
         path = Path(scenario)
         base_dir = base_dir or path.parent
@@ -328,6 +384,9 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
         cc = KERNEL_CC.get(f.cc, "cubic")
         for n in (fc["src"], fc["dst"]):
             ends.setdefault(n, cc)
+    for app in apps:
+        for n in app.hosts():
+            ends.setdefault(n, "cubic")
     t_wall = time.perf_counter()
     own = tempfile.TemporaryDirectory(prefix="leoguard-emu-") if work is None else None
     wdir = Path(own.name) if own is not None else Path(work)  # type: ignore[arg-type]
@@ -375,7 +434,8 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
                     "port": TUNNEL_PORT if i in tunnelled else BASE_PORT + i,
                 }
                 for i, (f, fc) in enumerate(zip(scenario.flows, flows, strict=True))
-            ],
+            ]
+            + [{"id": len(flows) + k, **app.account()} for k, app in enumerate(apps)],
             "cpu": cpu,
             "spin_us": scenario.emu.spin_us,
             "pool_packets": scenario.emu.pool_packets,
@@ -383,13 +443,20 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
         }
         if spec.get("capture"):
             cfg["capture"] = {**spec["capture"], "path": str(wdir / "capture.pcap")}
-        # The data plane resolves the scenario itself (a constellation is an object, not JSON).
-        (wdir / "scenario.json").write_text(scenario.model_dump_json())
+        # The data plane resolves the scenario itself (a constellation is an object, not JSON). One without
+        # flows (only apps) would not pass validation again: it goes as the validated model itself.
+        scenario_file = wdir / ("scenario.json" if scenario.flows else "scenario.pickle")
+        if scenario.flows:
+            scenario_file.write_text(scenario.model_dump_json())
+        else:
+            import pickle
+
+            scenario_file.write_bytes(pickle.dumps(scenario))
         (wdir / "emu.json").write_text(json.dumps(cfg))
         with open(wdir / "dataplane.err", "wb") as err:
             dp = subprocess.Popen(
                 [
-                    sys.executable, "-m", "leoguard.emu.dataplane", str(wdir / "scenario.json"),
+                    sys.executable, "-m", "leoguard.emu.dataplane", str(scenario_file),
                     str(base_dir or Path.cwd()), str(wdir / "emu.json"),
                 ],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True,
@@ -404,10 +471,15 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
         inner = _start_tunnels(scenario, flows, lab, wdir, stack, tunnelled)
         sites: dict[int, Any] = {}
         procs = _start_servers(scenario, flows, lab, wdir, stack, sites)
+        app_hosts = AppHosts(lab, wdir)
+        for app in apps:
+            app.start_servers(app_hosts)
         backlog0 = softnet_drops()
         t0 = time.monotonic_ns() + 200_000_000
         dp.stdin.write(f"go {t0}\n")
         dp.stdin.flush()
+        for app in apps:
+            app.start_clients(app_hosts, t0)
         procs += _start_clients(scenario, flows, lab, wdir, t0, paths, inner, sites)
         end = t0 + int(scenario.duration_s * 1e9)
         line = dp.stdout.readline()
@@ -434,6 +506,7 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
                 if tag in (f"server{i}", f"client{i}") and isinstance(p, _Proc):
                     p.stop()
         outputs: dict[str, Any] = {tag: p.finish(remaining + 2.0) for tag, p in procs}
+        app_raw = [app.finish(remaining + 2.0) for app in apps]
         if tunnelled:
             emu["liquid"] = _stop_tunnels(lab, wdir, inner)
         for i, f in enumerate(scenario.flows):
@@ -454,6 +527,8 @@ def emulate(scenario: Scenario | str | Path, base_dir: Path | None = None, work:
         os.sched_setaffinity(0, old_affinity)
     wall = time.perf_counter() - t_wall
     res = _results(scenario, spec, emu, outputs, wall, {n: h.cc_in_effect for n, h in lab.hosts.items()})
+    for k, app in enumerate(apps):
+        res.apps[app.name] = app.results(app_raw[k], emu["flows"][len(flows) + k])
     if spec.get("capture"):
         res.capture = (wdir / "capture.pcap").read_bytes()
     if own is not None:
