@@ -344,7 +344,7 @@ impl Fetched {
             clock: CLOCK_NOTE,
             timeouts: 0,
             retransmissions: 0,
-            consumer: Counters::default(),
+            consumer: ConsumerStats::default(),
             srtt_ms: None,
             rto_ms: 0.0,
             requested_rate_bps: 0,
@@ -354,51 +354,6 @@ impl Fetched {
             cpu_s: 0.0,
             wake_late: None,
             origin_mono_ns: 0,
-        }
-    }
-}
-
-/// The consumer's counters ([`ConsumerStats`]) in the summary.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Counters {
-    /// Interests sent for the first time.
-    pub interests_sent: u64,
-    /// Interests sent again after a timeout.
-    pub retransmissions: u64,
-    /// Rounds of timeouts.
-    pub timeout_rounds: u64,
-    /// Keep-alives sent.
-    pub keepalives_sent: u64,
-    /// Data packets accepted.
-    pub data_received: u64,
-    /// Data for bytes already held, dropped.
-    pub duplicates_dropped: u64,
-    /// VPHs received.
-    pub vph_received: u64,
-    /// Bytes delivered in order.
-    pub delivered_bytes: u64,
-    /// RTT samples (first transmissions).
-    pub rtt_samples: u64,
-    /// Malformed datagrams dropped.
-    pub malformed_dropped: u64,
-    /// Data for ranges never requested, dropped.
-    pub out_of_range_dropped: u64,
-}
-
-impl From<ConsumerStats> for Counters {
-    fn from(s: ConsumerStats) -> Counters {
-        Counters {
-            interests_sent: s.interests_sent,
-            retransmissions: s.retransmissions,
-            timeout_rounds: s.timeout_rounds,
-            keepalives_sent: s.keepalives_sent,
-            data_received: s.data_received,
-            duplicates_dropped: s.duplicates_dropped,
-            vph_received: s.vph_received,
-            delivered_bytes: s.delivered_bytes,
-            rtt_samples: s.rtt_samples,
-            malformed_dropped: s.malformed_dropped,
-            out_of_range_dropped: s.out_of_range_dropped,
         }
     }
 }
@@ -445,7 +400,7 @@ pub struct FetchSummary {
     /// Interests resent after a timeout.
     pub retransmissions: u64,
     /// Every consumer counter.
-    pub consumer: Counters,
+    pub consumer: ConsumerStats,
     /// The consumer's smoothed RTT at the end, ms.
     pub srtt_ms: Option<f64>,
     /// Its RTO at the end, ms.

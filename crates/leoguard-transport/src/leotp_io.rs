@@ -220,7 +220,7 @@ pub fn fetch(a: &FetchArgs) -> anyhow::Result<ExitCode> {
     s.complete = consumer.is_complete();
     s.timeouts = st.timeout_rounds;
     s.retransmissions = st.retransmissions;
-    s.consumer = st.into();
+    s.consumer = st;
     s.srtt_ms = consumer.rto().srtt().map(Duration::as_millis_f64);
     s.rto_ms = consumer.rto().rto().as_millis_f64();
     s.requested_rate_bps = consumer.cc().rate_bps(&cfg, end);

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,10 +27,11 @@ import polars as pl
 from leoguard import _core
 from leoguard.emu import transport
 from leoguard.emu.hosts import Lab, cleanup, softnet_drops, v6_addr
+from leoguard.emu.results import EmuResults
 from leoguard.emu.transport import KERNEL_CC, flow_stack
 from leoguard.errors import LeoguardError
 from leoguard.scenario import Scenario, load_scenario
-from leoguard.simulate import flow_summary, interruptions_table, startcp_table, web_summary
+from leoguard.simulate import interruptions_table, startcp_table
 
 BASE_PORT = 5201
 TC_EF = 0xB8
@@ -119,97 +120,6 @@ def check(scenario: Scenario, spec: dict[str, Any]) -> list[list[tuple[int, int,
             "`leoguard bench emu`); lower the link rates or the number of hops"
         )
     return paths
-
-
-@dataclass
-class EmuResults:
-    """A real run's results: the simulator's flow and link tables plus what only a real run has."""
-
-    scenario: Scenario
-    flows: pl.DataFrame
-    links: pl.DataFrame
-    pings: pl.DataFrame
-    packets: pl.DataFrame
-    """Per received probe datagram (cbr flows): flow, seq, sent_ns, received_ns (model time, from the
-    probe's own CLOCK_MONOTONIC stamps), as the simulator's `packets` table."""
-    emulator: dict[str, Any]
-    wall_s: float
-    meta: dict[str, Any] = field(default_factory=dict)
-    tools: dict[str, Any] = field(default_factory=dict)
-    complete: bool = True
-    capture: bytes | None = None
-    """The `[capture]` as a pcap file (the real packets at the tapped nodes, LINKTYPE_RAW), or None."""
-    web: pl.DataFrame = field(default_factory=pl.DataFrame)
-    """Page loads of web flows in real Chromium: flow, page, plt_s, speed_index_s, requests, bytes,
-    protocol, error (docs/emu-web.md)."""
-    apps: dict[str, Any] = field(default_factory=dict)
-    """What each of `emulate`'s `apps` returned, by its name (e.g. leoguard.emu.leotp's endpoints)."""
-    series: pl.DataFrame = field(default_factory=pl.DataFrame)
-    """Per tcp flow and interval, the simulator's `series` columns (flow, t_ns in model time, cwnd_bytes,
-    in_flight_bytes, srtt_ns, acked_bytes, retransmissions, goodput_bps): from leoguard-transport's
-    telemetry on the leoguard stack (every `sample_every_s`), from iperf3's 1 s intervals on the kernel's
-    (bytes written stand for acked_bytes; in flight unknown)."""
-    startcp: pl.DataFrame = field(default_factory=pl.DataFrame)
-    """StarTCP senders' stalls on leoguard-transport, the simulator's `startcp` columns (flow,
-    predicted_ns, stall_start_ns, stall_end_ns, probes, reason, lead_ns, state_*), in model time."""
-    interruptions: pl.DataFrame = field(default_factory=pl.DataFrame)
-    """Interruptions StarTCP receivers detected on real arrivals: flow, start_ns (model time),
-    duration_ns, stalled (the simulator's columns)."""
-
-    def summary(self) -> dict[str, Any]:
-        """The object `leoguard run --json` prints, plus `emulator`."""
-        return {
-            "scenario": self.scenario.name,
-            "engine": "emu",
-            "seed": self.scenario.seed,
-            "duration_s": self.scenario.duration_s,
-            "simulated_s": self.emulator.get("elapsed_s"),
-            "complete": self.complete,
-            "packet_hops": self.emulator.get("packet_hops"),
-            "wall_s": round(self.wall_s, 4),
-            "flows": [flow_summary(r) for r in self.flows.iter_rows(named=True)],
-            "links": {
-                "realised_loss_max": float(self.links["realised_loss"].max() or 0.0) if len(self.links) else 0.0,
-                "drops_queue": int(self.links["drops_queue"].sum()) if len(self.links) else 0,
-                "drops_down": int(self.links["drops_down"].sum()) if len(self.links) else 0,
-            },
-            **({"web": self.web_summary()} if len(self.web) else {}),
-            "emulator": {
-                "timing_error_us": self.emulator["timing_error_us"],
-                "realtime_ok": self.emulator["realtime_ok"],
-                "drops": self.emulator["drops"],
-                "drops_unexplained": self.emulator["drops_unexplained"],
-                "cpu_s": round(self.emulator["cpu_s"], 3),
-            },
-        }
-
-    def web_summary(self) -> list[dict[str, Any]]:
-        """Per web flow: loads, finished loads, mean and median PLT and Speed Index (finished loads)."""
-        return web_summary(self.web)
-
-    def write(self, directory: str | Path) -> dict[str, Path]:
-        """Parquet per table and run.json (scenario, engine, emulator figures, the tools' raw reports)."""
-        d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
-        out = {}
-        for name in ("flows", "links", "pings", "packets", "web", "series", "startcp", "interruptions"):
-            p = d / f"{name}.parquet"
-            getattr(self, name).write_parquet(p)
-            out[name] = p
-        info = {
-            "scenario": self.scenario.model_dump(),
-            "engine": "emu",
-            "complete": self.complete,
-            "emulator": self.emulator,
-            "tools": self.tools,
-            **self.meta,
-        }
-        (d / "run.json").write_text(json.dumps(info, indent=2, default=str))
-        out["run"] = d / "run.json"
-        if self.capture is not None:
-            (d / "capture.pcap").write_bytes(self.capture)
-            out["capture"] = d / "capture.pcap"
-        return out
 
 
 def _app_cpus(dataplane_cpu: int) -> set[int]:

@@ -128,6 +128,12 @@ pub trait CongestionControl: Debug + Send {
     /// A segment of `bytes` sent (or last resent) at `sent_at` was marked lost (RACK, DupThresh or the
     /// retransmission timer).
     fn on_packet_lost(&mut self, _now: Instant, _sent_at: Instant, _bytes: u64) {}
+    /// Whether the controller wants [`CongestionControl::on_packet_delivered`] and
+    /// [`CongestionControl::on_packet_lost`]; asked once when the sender is built, so window-based
+    /// controllers cost nothing per segment.
+    fn wants_packet_events(&self) -> bool {
+        false
+    }
 }
 
 /// Names accepted by [`build`].
@@ -135,9 +141,7 @@ pub const ALGORITHMS: &[&str] = &["newreno", "cubic", "bbr", "satcp", "startcp",
 
 /// Unknown algorithm name.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error(
-    "unknown congestion control '{0}' (known: newreno, cubic, bbr, satcp, startcp, hybla, pcc-allegro, pcc-vivace)"
-)]
+#[error("unknown congestion control '{0}' (known: {known})", known = ALGORITHMS.join(", "))]
 pub struct UnknownAlgorithm(pub String);
 
 /// The registry: builds a controller by name for a sender with maximum segment size `mss` and an

@@ -338,6 +338,10 @@ impl CongestionControl for Allegro {
         self.monitor.on_lost(sent_at, bytes);
     }
 
+    fn wants_packet_events(&self) -> bool {
+        true
+    }
+
     fn on_congestion_event(&mut self, _now: Instant, _in_flight: u64) {}
 
     fn on_recovery_end(&mut self, _now: Instant) {}

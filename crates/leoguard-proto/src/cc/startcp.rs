@@ -73,4 +73,7 @@ impl CongestionControl for StartcpCc {
     fn on_packet_lost(&mut self, now: Instant, sent_at: Instant, bytes: u64) {
         self.inner.on_packet_lost(now, sent_at, bytes);
     }
+    fn wants_packet_events(&self) -> bool {
+        self.inner.wants_packet_events()
+    }
 }

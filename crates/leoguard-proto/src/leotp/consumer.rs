@@ -85,6 +85,7 @@ impl Rto {
 
 /// A consumer's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ConsumerStats {
     /// Interests sent for the first time.
     pub interests_sent: u64,

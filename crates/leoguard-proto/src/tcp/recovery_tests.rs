@@ -1,7 +1,7 @@
 //! The Linux loss-recovery mechanisms one by one, with scripted time: RACK's reordering window,
 //! DSACK, undo (DSACK and Eifel), F-RTO, PRR, cwnd-limited growth; each against the older model.
 
-use super::tests::{transfer_full, Aimd};
+use super::tests::{transfer_full, Aimd, Spy};
 use super::*;
 use crate::cc;
 use leoguard_core::{Bps, Duration, Instant};
@@ -343,46 +343,6 @@ fn a_timeout_during_fast_recovery_is_not_judged_by_frto() {
     assert_eq!((tx.stats.undos, tx.stats.frto_undos), (0, 0), "{:?}", tx.stats);
 }
 
-/// Records every rate sample the sender gives its controller.
-#[derive(Debug)]
-struct RateSpy(Aimd, std::sync::Arc<std::sync::Mutex<Vec<crate::cc::RateSample>>>);
-
-impl crate::cc::CongestionControl for RateSpy {
-    fn name(&self) -> &'static str {
-        "spy"
-    }
-    fn on_sent(&mut self, now: Instant, bytes: u64, in_flight: u64) {
-        self.0.on_sent(now, bytes, in_flight)
-    }
-    fn on_ack(&mut self, now: Instant, ack: &crate::cc::AckEvent) {
-        if let Some(r) = ack.rate {
-            self.1.lock().unwrap().push(r);
-        }
-        self.0.on_ack(now, ack)
-    }
-    fn on_congestion_event(&mut self, now: Instant, in_flight: u64) {
-        self.0.on_congestion_event(now, in_flight)
-    }
-    fn on_recovery_end(&mut self, now: Instant) {
-        self.0.on_recovery_end(now)
-    }
-    fn on_rto(&mut self, now: Instant, in_flight: u64) {
-        self.0.on_rto(now, in_flight)
-    }
-    fn cwnd(&self) -> u64 {
-        self.0.cwnd()
-    }
-    fn ssthresh(&self) -> u64 {
-        self.0.ssthresh()
-    }
-    fn pacing_rate(&self) -> Option<Bps> {
-        self.0.pacing_rate()
-    }
-    fn state(&self) -> &'static str {
-        self.0.state()
-    }
-}
-
 #[test]
 fn the_rate_sample_of_a_resent_segment_starts_at_the_resend() {
     // 20 segments, segment 0 lost; SACKs for 1..20 deliver 19 segments, then segment 0 is resent
@@ -392,7 +352,7 @@ fn the_rate_sample_of_a_resent_segment_starts_at_the_resend() {
     // segments over two RTTs and a prior_delivered of 0, so a round-counting controller (BBR) would
     // see no round end for as long as recovery lasts.
     let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let spy = RateSpy(Aimd { cwnd: 20 * MSS, mss: MSS }, log.clone());
+    let spy = Spy { inner: Aimd { cwnd: 20 * MSS, mss: MSS }, log: log.clone(), probe: |_, _, a| a.rate };
     let mut tx = TcpSender::new(linux(), Box::new(spy), None);
     let t0 = Instant(1_000_000_000);
     assert_eq!(send_all(&mut tx, t0).len(), 20);
@@ -402,7 +362,7 @@ fn the_rate_sample_of_a_resent_segment_starts_at_the_resend() {
     assert_eq!(resent.iter().map(|s| s.seq).collect::<Vec<_>>(), vec![0]);
     let t2 = t1 + Duration::from_millis(40);
     tx.on_ack(t2, &sack_ack(20, &[], Some(t1)));
-    let last = *log.lock().unwrap().last().unwrap();
+    let last = log.lock().unwrap().iter().rev().flatten().next().copied().expect("a rate sample");
     assert_eq!(last.prior_delivered, 19 * MSS, "{last:?}");
     assert_eq!(last.delivered, MSS);
     assert_eq!(last.interval, Duration::from_millis(40));

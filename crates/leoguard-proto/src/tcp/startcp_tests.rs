@@ -2,7 +2,7 @@
 //! and sends only probes; the receiver's notice (or the timeout) resumes; end to end over a link
 //! with periodic interruptions, nothing is lost, duplicated or reordered across any stall.
 
-use super::tests::Aimd;
+use super::tests::{Aimd, Spy};
 use super::*;
 use crate::cc::bbr::Bbr;
 use crate::cc::{AckEvent, CongestionControl};
@@ -376,50 +376,6 @@ fn fast_star() -> StartcpConfig {
     StartcpConfig { period: ms(1500), max_lead: ms(500), ..StartcpConfig::default() }
 }
 
-/// BBR's bandwidth estimate through the run, from a controller that wraps it.
-#[derive(Debug)]
-struct BwSpy(Bbr, Arc<Mutex<Vec<(Instant, u64)>>>);
-
-impl CongestionControl for BwSpy {
-    fn name(&self) -> &'static str {
-        "bbr"
-    }
-    fn on_sent(&mut self, now: Instant, b: u64, f: u64) {
-        self.0.on_sent(now, b, f)
-    }
-    fn on_ack(&mut self, now: Instant, a: &AckEvent) {
-        self.0.on_ack(now, a);
-        self.1.lock().unwrap().push((now, self.0.bw().0));
-    }
-    fn on_congestion_event(&mut self, now: Instant, f: u64) {
-        self.0.on_congestion_event(now, f)
-    }
-    fn on_recovery_end(&mut self, now: Instant) {
-        self.0.on_recovery_end(now)
-    }
-    fn on_rto(&mut self, now: Instant, f: u64) {
-        self.0.on_rto(now, f)
-    }
-    fn cwnd(&self) -> u64 {
-        self.0.cwnd()
-    }
-    fn ssthresh(&self) -> u64 {
-        self.0.ssthresh()
-    }
-    fn pacing_rate(&self) -> Option<Bps> {
-        self.0.pacing_rate()
-    }
-    fn state(&self) -> &'static str {
-        self.0.state()
-    }
-    fn undo(&mut self, now: Instant, c: u64, s: u64) {
-        self.0.undo(now, c, s)
-    }
-    fn owns_recovery_window(&self) -> bool {
-        true
-    }
-}
-
 #[test]
 fn over_periodic_handovers_bbr_under_startcp_loses_nothing_once_it_predicts() {
     // The paper's §3 experiment, scaled: 20 Mbit/s, 60 ms RTT, a 100 ms interruption every 1.5 s.
@@ -428,8 +384,13 @@ fn over_periodic_handovers_bbr_under_startcp_loses_nothing_once_it_predicts() {
         Path { rate: Bps::mbps(20), delay: ms(30), down: periodic(ms(400), ms(1500), ms(100), until), drops: vec![] };
     let bw = Arc::new(Mutex::new(Vec::new()));
     let cfg = TcpConfig::default();
-    let mut tx =
-        TcpSender::with_startcp(cfg, Box::new(BwSpy(Bbr::new(MSS, 10), bw.clone())), None, fast_star()).unwrap();
+    let mut tx = TcpSender::with_startcp(
+        cfg,
+        Box::new(Spy { inner: Bbr::new(MSS, 10), log: bw.clone(), probe: |now, b: &Bbr, _| (now, b.bw().0) }),
+        None,
+        fast_star(),
+    )
+    .unwrap();
     let mut rx = TcpReceiver::with_startcp(cfg, fast_star()).unwrap();
     let tr = run(&mut tx, &mut rx, &path, until, &mut |_, _| {});
     let records = tx.startcp_records().to_vec();

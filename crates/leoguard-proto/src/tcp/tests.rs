@@ -6,6 +6,60 @@ use leoguard_core::Bps;
 use leoguard_core::{Bytes, Instant};
 use std::collections::BTreeMap;
 
+/// A controller that runs `C` and logs `probe(now, &inner, ack)` after each ACK it handles (what the
+/// sender hands its controller, or what the controller made of it).
+pub(super) struct Spy<C, T> {
+    pub inner: C,
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<T>>>,
+    pub probe: fn(Instant, &C, &AckEvent) -> T,
+}
+
+impl<C: std::fmt::Debug, T> std::fmt::Debug for Spy<C, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Spy").field(&self.inner).finish()
+    }
+}
+
+impl<C: CongestionControl, T: Send + 'static> CongestionControl for Spy<C, T> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn on_sent(&mut self, now: Instant, bytes: u64, in_flight: u64) {
+        self.inner.on_sent(now, bytes, in_flight)
+    }
+    fn on_ack(&mut self, now: Instant, ack: &AckEvent) {
+        self.inner.on_ack(now, ack);
+        self.log.lock().unwrap().push((self.probe)(now, &self.inner, ack));
+    }
+    fn on_congestion_event(&mut self, now: Instant, in_flight: u64) {
+        self.inner.on_congestion_event(now, in_flight)
+    }
+    fn on_recovery_end(&mut self, now: Instant) {
+        self.inner.on_recovery_end(now)
+    }
+    fn on_rto(&mut self, now: Instant, in_flight: u64) {
+        self.inner.on_rto(now, in_flight)
+    }
+    fn undo(&mut self, now: Instant, prior_cwnd: u64, prior_ssthresh: u64) {
+        self.inner.undo(now, prior_cwnd, prior_ssthresh)
+    }
+    fn cwnd(&self) -> u64 {
+        self.inner.cwnd()
+    }
+    fn ssthresh(&self) -> u64 {
+        self.inner.ssthresh()
+    }
+    fn pacing_rate(&self) -> Option<Bps> {
+        self.inner.pacing_rate()
+    }
+    fn state(&self) -> &'static str {
+        self.inner.state()
+    }
+    fn owns_recovery_window(&self) -> bool {
+        self.inner.owns_recovery_window()
+    }
+}
+
 /// A fixed window, halved on loss (enough to exercise the sender's machinery).
 #[derive(Debug)]
 pub(super) struct Aimd {

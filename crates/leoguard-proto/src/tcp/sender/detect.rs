@@ -18,7 +18,9 @@ impl TcpSender {
     pub(super) fn mark_lost(&mut self, now: Instant, i: usize) {
         let s = &mut self.flight[i];
         s.lost = true;
-        self.cc.on_packet_lost(now, s.sent_at, u64::from(s.len));
+        if self.packet_events {
+            self.cc.on_packet_lost(now, s.sent_at, u64::from(s.len));
+        }
         if s.rout {
             s.rout = false;
             self.retrans_out -= 1;

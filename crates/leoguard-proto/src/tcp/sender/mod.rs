@@ -6,6 +6,7 @@
 mod detect;
 mod recovery;
 mod stall;
+mod timers;
 
 use super::rack::Rack;
 use super::{Ack, Recovery, Segment, TcpConfig};
@@ -95,6 +96,8 @@ pub struct TcpSender {
     /// Originals below this sequence number need no further loss scan (delivered, lost or resent).
     loss_scan_seq: u64,
     rack: Rack,
+    /// The controller wants per-segment delivered/lost events (`wants_packet_events`, asked once).
+    packet_events: bool,
     reo_deadline: Option<Instant>,
     srtt: Option<Duration>,
     rttvar: Duration,
@@ -147,6 +150,7 @@ pub struct TcpSender {
 impl TcpSender {
     /// A sender with controller `cc` that has `limit` bytes to send (`None`: bulk).
     pub fn new(cfg: TcpConfig, cc: Box<dyn CongestionControl>, limit: Option<u64>) -> Self {
+        let packet_events = cc.wants_packet_events();
         TcpSender {
             cfg,
             rec: cfg.recovery,
@@ -193,6 +197,7 @@ impl TcpSender {
             cwnd_usage_seq: 0,
             pacing_next: Instant::ZERO,
             paced: false,
+            packet_events,
             delivered: 0,
             delivered_time: Instant::ZERO,
             first_sent_time: Instant::ZERO,
@@ -477,83 +482,6 @@ impl TcpSender {
         self.cc.cwnd() < self.cc.ssthresh() && self.cc.cwnd() < 2 * self.max_in_flight
     }
 
-    /// Linux `tcp_schedule_loss_probe`: a probe 2 SRTT after the last send or ACK (plus the delayed-ACK
-    /// allowance when one segment is out), never after the RTO would fire; only in the Open state.
-    fn schedule_probe(&mut self, now: Instant) {
-        self.pto_deadline = None;
-        if !self.rec.tlp || self.in_recovery || self.in_loss || self.tlp_high.is_some() || self.flight.is_empty() {
-            return;
-        }
-        let Some(srtt) = self.srtt else { return };
-        let extra = if self.flight.len() == 1 { self.cfg.min_rto } else { Duration::from_millis(2) };
-        let mut at = now + Duration(2 * srtt.as_nanos()) + extra;
-        if let Some(r) = self.rto_deadline {
-            at = at.min(r);
-        }
-        self.pto_deadline = Some(at);
-    }
-
-    /// When the sender next needs `handle_timeout` (RTO, probe, reordering timer) or can send again
-    /// (pacing).
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        // Pacing only matters while there is something to send.
-        // Pacing only matters while it is what holds sending back: a pacing time that has passed while
-        // the window is full is no wake-up (returned, it would hide the retransmission timer from a
-        // caller that ignores deadlines in the past, and a sender whose ACKs all stop would never time
-        // out).
-        let has_data = !self.lost.is_empty() || self.probe.is_some() || self.snd_nxt < self.limit.unwrap_or(u64::MAX);
-        let pace = (self.paced && self.cc.pacing_rate().is_some() && has_data).then_some(self.pacing_next);
-        let due = [self.rto_deadline, self.pto_deadline, self.reo_deadline, pace].into_iter().flatten().min();
-        match &self.star {
-            None => due,
-            // Stalled: the probes, the resume timeout and RACK's timer; the RTO, the Tail Loss Probe
-            // and pacing wait for the resume.
-            Some(star) if star.is_stalled() => {
-                [self.star_stalled_timeout(), self.reo_deadline].into_iter().flatten().min()
-            }
-            Some(star) => [due, star.poll_timeout()].into_iter().flatten().min(),
-        }
-    }
-
-    /// Handles the timers: the reordering timer (RACK), the Tail Loss Probe, and the retransmission
-    /// timer (RFC 6298 backoff, everything outstanding marked lost, F-RTO armed).
-    pub fn handle_timeout(&mut self, now: Instant) {
-        let stalled = self.star.is_some() && self.star_update(now);
-        if self.reo_deadline.is_some_and(|d| now >= d) {
-            self.reo_deadline = None;
-            if self.rack_detect(now) {
-                self.on_new_losses(now, 0);
-            }
-        }
-        if stalled {
-            // StarTCP: a stall is no loss. The Tail Loss Probe and the RTO are held (re-armed at the
-            // resume); RACK above marks only what a later-sent segment's delivery proves lost, which
-            // the stall itself cannot cause (nothing is sent during it).
-            return;
-        }
-        if self.pto_deadline.is_some_and(|d| now >= d) {
-            self.pto_deadline = None;
-            let end = self.limit.unwrap_or(u64::MAX);
-            let new_ok = self.snd_nxt < end && self.snd_nxt < self.snd_una + self.peer_rwnd;
-            self.probe = if new_ok {
-                Some(Probe::New)
-            } else {
-                self.flight.iter().rev().find(|s| !s.sacked).map(|s| Probe::Retransmit(s.seq))
-            };
-        }
-        let Some(deadline) = self.rto_deadline else {
-            return;
-        };
-        if now < deadline {
-            return;
-        }
-        if self.flight.is_empty() {
-            self.rto_deadline = None;
-            return;
-        }
-        self.enter_loss(now);
-    }
-
     /// Processes an ACK from the receiver.
     pub fn on_ack(&mut self, now: Instant, ack: &Ack) {
         self.peer_rwnd = ack.rwnd;
@@ -587,11 +515,7 @@ impl TcpSender {
                 continue;
             }
             bytes_acked += u64::from(s.len);
-            if !s.lost {
-                self.pipe -= u64::from(s.len);
-                let sample = (!s.retrans).then(|| now.saturating_duration_since(s.sent_at));
-                self.cc.on_packet_delivered(now, s.sent_at, u64::from(s.len), sample);
-            }
+            credit_delivered(self.cc.as_mut(), self.packet_events, &mut self.pipe, now, &s);
             if !s.retrans {
                 rtt = Some(now.saturating_duration_since(s.sent_at));
                 // F-RTO's evidence: data sent before the timeout, never resent, was delivered.
@@ -644,11 +568,7 @@ impl TcpSender {
                 self.sacked_segs += 1;
                 newly_sacked = true;
                 bytes_acked += u64::from(s.len);
-                if !s.lost {
-                    self.pipe -= u64::from(s.len);
-                    let sample = (!s.retrans).then(|| now.saturating_duration_since(s.sent_at));
-                    self.cc.on_packet_delivered(now, s.sent_at, u64::from(s.len), sample);
-                }
+                credit_delivered(self.cc.as_mut(), self.packet_events, &mut self.pipe, now, s);
                 s.lost = false;
                 if s.rout {
                     s.rout = false;
@@ -799,5 +719,19 @@ impl TcpSender {
         self.rttvar = rttvar;
         let rto = srtt.0 + (4 * rttvar.0).max(self.cfg.min_rto.0);
         self.rto = Duration(rto.min(self.cfg.max_rto.0));
+    }
+}
+
+/// A segment delivered (cumulatively or by SACK): out of the pipe unless it was already counted out
+/// as lost, and reported to a controller that asked for per-segment events (PCC), with its RTT sample
+/// (none for a retransmission: Karn). Window-based controllers are not called per segment.
+fn credit_delivered(cc: &mut dyn CongestionControl, events: bool, pipe: &mut u64, now: Instant, s: &Sent) {
+    if s.lost {
+        return;
+    }
+    *pipe -= u64::from(s.len);
+    if events {
+        let sample = (!s.retrans).then(|| now.saturating_duration_since(s.sent_at));
+        cc.on_packet_delivered(now, s.sent_at, u64::from(s.len), sample);
     }
 }

@@ -40,7 +40,9 @@ impl TcpSender {
             if !s.lost {
                 s.lost = true;
                 self.pipe -= u64::from(s.len);
-                self.cc.on_packet_lost(now, s.sent_at, u64::from(s.len));
+                if self.packet_events {
+                    self.cc.on_packet_lost(now, s.sent_at, u64::from(s.len));
+                }
             }
             if s.rout {
                 s.rout = false;
