@@ -99,8 +99,12 @@ pub struct ConsumerStats {
     pub data_received: u64,
     /// Data for bytes already received or delivered, dropped.
     pub duplicates_dropped: u64,
-    /// VPHs received (they need no action here).
+    /// VPHs received: a mid node lost these ranges and recovers them (their Data then gives no RTT
+    /// sample).
     pub vph_received: u64,
+    /// Data of first transmissions that a VPH had reported lost: recovered in the network, so not
+    /// taken as RTT samples (Karn's rule: the delay includes the recovery).
+    pub recovered_in_network: u64,
     /// Bytes delivered in order.
     pub delivered_bytes: u64,
     /// RTT samples taken.
@@ -120,6 +124,8 @@ enum SlotState {
 #[derive(Debug)]
 struct Slot {
     state: SlotState,
+    /// A VPH reported it lost upstream: what arrives is a mid node's retransmission.
+    reported_lost: bool,
     payload: Vec<u8>,
 }
 
@@ -278,6 +284,7 @@ impl Consumer {
         }
         if header.is_vph() {
             self.stats.vph_received += 1;
+            self.mark_reported_lost(header.start, header.end);
             return;
         }
         let (s, e) = (header.start, header.end);
@@ -290,6 +297,7 @@ impl Consumer {
             return;
         }
         let k = ((s - self.base) / self.cfg.mss) as usize;
+        let mut first_sample = false;
         let Some(slot) = self.slots.get_mut(k) else {
             self.stats.out_of_range_dropped += 1;
             return;
@@ -300,7 +308,10 @@ impl Consumer {
                 return;
             }
             SlotState::Requested { sent_at, tx } => {
-                if tx == 1 {
+                if tx == 1 && slot.reported_lost {
+                    self.stats.recovered_in_network += 1;
+                } else if tx == 1 {
+                    first_sample = self.rto.srtt().is_none();
                     self.rto.on_sample(&self.cfg, now.saturating_duration_since(sent_at));
                     self.stats.rtt_samples += 1;
                     self.timeout_rounds_in_row = 0;
@@ -323,6 +334,46 @@ impl Consumer {
         }
         if self.is_complete() {
             self.timers.clear();
+        } else if first_sample {
+            self.rearm_timers();
+        }
+    }
+
+    /// The first RTT sample replaces the 10 s initial RTO: the Interests sent before it get their
+    /// timeouts again from the new RTO, counted from when each was sent (RFC 6298 5.3 restarts the
+    /// timer on new acknowledgements; here every Interest has its own). Without this, a range whose
+    /// first Data was lost waited the initial RTO's 20 s although the path's round trip was known
+    /// within a second. Entries of the old heap are dropped; each live Interest gets one.
+    fn rearm_timers(&mut self) {
+        let (cfg, rto, base, mss) = (&self.cfg, &self.rto, self.base, self.cfg.mss);
+        self.timers = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(k, slot)| match slot.state {
+                SlotState::Requested { sent_at, tx } => {
+                    Some(Reverse((sent_at + rto.interest_timeout(cfg, tx), base + k as u32 * mss, tx)))
+                }
+                SlotState::Received => None,
+            })
+            .collect();
+    }
+
+    /// A VPH for `[start, end)`: the requested segments it covers were lost upstream and a mid node
+    /// recovers them. The recovery is a retransmission the consumer did not send, so by Karn's rule
+    /// their arrival is no RTT sample (it would count the recovery: in end-to-end mode srtt then
+    /// grew without bound, the pacing that divides by it starved, and Table II's variant C
+    /// collapsed). Their Interest timeouts stay armed, in case the recovery fails.
+    fn mark_reported_lost(&mut self, start: u32, end: u32) {
+        let mss = self.cfg.mss;
+        let (s, e) = (start.max(self.base), end.min(self.next_req));
+        if s >= e {
+            return;
+        }
+        let first = ((s - self.base) / mss) as usize;
+        let last = (e - self.base).div_ceil(mss) as usize;
+        for slot in self.slots.range_mut(first..last.min(self.slots.len())) {
+            slot.reported_lost = true;
         }
     }
 
@@ -394,7 +445,11 @@ impl Consumer {
             let (s, e) = (self.next_req, self.seg_end(self.next_req));
             self.out.push_back(LeotpHeader::interest(s, e, rate, ms_stamp(now)));
             let payload = self.pool.get();
-            self.slots.push_back(Slot { state: SlotState::Requested { sent_at: now, tx: 1 }, payload });
+            self.slots.push_back(Slot {
+                state: SlotState::Requested { sent_at: now, tx: 1 },
+                reported_lost: false,
+                payload,
+            });
             self.timers.push(Reverse((now + self.rto.interest_timeout(&self.cfg, 1), s, 1)));
             self.next_req = e;
             self.budget -= mss;

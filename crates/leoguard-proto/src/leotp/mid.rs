@@ -246,7 +246,7 @@ impl MidNode {
         }
         if self.cfg.in_network_retx && self.cache.covers(flow, header.start, header.end) {
             self.stats.cache_hits += 1;
-            self.serve_from_cache(i, header.start, header.end, header.ts_ms);
+            self.serve_from_cache(now, i, header.start, header.end, header.ts_ms);
             return;
         }
         self.stats.interests_forwarded += 1;
@@ -265,16 +265,19 @@ impl MidNode {
         self.ready.push_back(Out { flow, face, header, payload });
     }
 
-    /// Queues Data for `[start, end)` from the cache toward the consumer.
-    fn serve_from_cache(&mut self, i: usize, start: u32, end: u32, ts: u32) {
+    /// Queues Data for `[start, end)` from the cache toward the consumer; `ts` is the echo for the
+    /// requester (used with hop CC).
+    fn serve_from_cache(&mut self, now: Instant, i: usize, start: u32, end: u32, ts: u32) {
         let s = &self.sessions[i];
         let mut payload = self.pool.get();
         self.cache.read(s.flow, start, end, &mut payload);
         // Without hop CC the consumer's controller runs end to end: a round trip to this node is no
         // sample of the path's (it would set the min RTT far below the path's and the congestion
-        // signal would never clear). The answer carries a stamp half the clock ahead of the echo,
-        // which every requester drops as out of range (`cc::MAX_HOP_RTT_MS`).
-        let ts = if self.cfg.hop_cc { ts } else { ts.wrapping_add(NO_ECHO) };
+        // signal would never clear). The answer carries this node's clock half a clock ahead, which
+        // every requester drops as out of range (`cc::MAX_HOP_RTT_MS`). It is built from the clock,
+        // not from the Interest's stamp: that may be a mid node's re-request, already marked, and
+        // marking it twice would unmark it.
+        let ts = if self.cfg.hop_cc { ts } else { ms_stamp(now).wrapping_add(NO_ECHO) };
         let header = LeotpHeader::data(start, end, s.last_wnd, ts);
         self.send_down(i, header, payload);
     }
@@ -380,12 +383,17 @@ impl MidNode {
         self.stats.rerequests += 1;
         let flow = self.sessions[i].flow;
         let rate = self.own_rate(&self.sessions[i], now);
-        let ts = ms_stamp(now);
+        // With hop CC the answer comes back here and its echo is a sample of this hop. Without, it
+        // goes on to the consumer as it comes, and an echo of this node's stamp would hand the
+        // consumer's end-to-end controller the round trip from here only (as a cache answer would:
+        // `serve_from_cache`), so the stamp is marked to be dropped by every requester.
+        let stamp = ms_stamp(now);
+        let ts = if self.cfg.hop_cc { stamp } else { stamp.wrapping_add(NO_ECHO) };
         for (a, b) in pieces(start, end, self.cfg.mss) {
             if self.cache.covers(flow, a, b) {
                 self.stats.cache_hits += 1;
-                let echo = self.sessions[i].last_ts.map_or(ts, |(t, at)| echo_ts(t, at, now));
-                self.serve_from_cache(i, a, b, echo);
+                let echo = self.sessions[i].last_ts.map_or(stamp, |(t, at)| echo_ts(t, at, now));
+                self.serve_from_cache(now, i, a, b, echo);
             } else {
                 self.stats.rerequest_interests += 1;
                 self.sessions[i].cc.last_interest = Some(now);

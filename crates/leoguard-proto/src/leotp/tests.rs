@@ -140,6 +140,29 @@ fn consumer_reorders_and_delivers_once_in_order() {
 }
 
 #[test]
+fn data_a_vph_reported_lost_is_no_rtt_sample() {
+    // Karn's rule for in-network recovery: the VPH says a mid node lost [MSS, 3 MSS) and recovers
+    // it; the recovered Data's delay counts the recovery, so it must not move srtt.
+    let mut c = Consumer::new(LeotpConfig::default(), F, Some(u64::from(4 * MSS)), ms(0)).expect("config");
+    c.on_timer(ms(0));
+    assert_eq!(drain(|b| c.poll_transmit(ms(0), b)).len(), 4);
+    let (h, p) = data(0, MSS);
+    c.handle_packet(ms(40), h, &p);
+    assert_eq!(c.rto().srtt(), Some(Duration::from_millis(40)));
+    c.handle_packet(ms(41), LeotpHeader::vph(MSS, 3 * MSS, 10, 0), &[]);
+    for (k, t) in [(1, 900), (2, 901)] {
+        let (h, p) = data(k * MSS, (k + 1) * MSS);
+        c.handle_packet(ms(t), h, &p);
+    }
+    assert_eq!(c.rto().srtt(), Some(Duration::from_millis(40)), "recovered Data moved srtt");
+    let (h, p) = data(3 * MSS, 4 * MSS);
+    c.handle_packet(ms(60), h, &p);
+    let s = c.stats();
+    assert_eq!((s.rtt_samples, s.recovered_in_network, s.vph_received), (2, 2, 1));
+    assert!(c.is_complete());
+}
+
+#[test]
 fn consumer_pacing_follows_the_budget() {
     let cfg = LeotpConfig::default();
     let mut c = Consumer::new(cfg, F, None, ms(0)).expect("config");
@@ -153,14 +176,22 @@ fn consumer_pacing_follows_the_budget() {
     }
     assert_eq!(sent, 2, "{sent}");
     // With an RTT sample of 10 ms and 100 MSS of room at the producer: budget += 100 * MSS * dt /
-    // 10 ms = 10 MSS per ms, so 10 Interests per tick (the per-tick cap).
+    // 10 ms = 10 MSS per ms, so 10 new Interests per tick (the per-tick cap).
     let (mut h, p) = data(0, MSS);
     h.wnd = 100;
     c.handle_packet(ms(10), h, &p);
+    // The first sample also re-armed the 11 Interests still out from the 10 s initial RTO to the
+    // new one (30 ms: 60 ms for a first timeout); the 10 sent by 117 ms had waited longer, so they
+    // time out at the first tick, after its pacing (the one sent at 234 ms is due at 294 ms), and that round of timeouts scales srtt by 1.1: 100 MSS / 11 ms
+    // gives 9 new Interests per tick from then on.
+    let mut new = Vec::new();
     for t in 241..244 {
         c.on_timer(ms(t));
-        assert_eq!(drain(|b| c.poll_transmit(ms(t), b)).len(), 10);
+        let out = drain(|b| c.poll_transmit(ms(t), b));
+        new.push(out.iter().filter(|(x, _)| x.header.start >= 12 * MSS).count());
     }
+    assert_eq!(new, vec![10, 9, 9]);
+    assert_eq!((c.stats().retransmissions, c.stats().timeout_rounds), (10, 1));
 }
 
 #[test]
@@ -197,6 +228,51 @@ fn hole_vph_one_rerequest_then_purge() {
 }
 
 #[test]
+fn a_rerequest_answer_gives_the_consumer_no_sample_without_hop_cc() {
+    // End to end, the Data answering a mid node's re-request reaches the consumer with the echo
+    // of the re-request's stamp: it must not become a round-trip sample there (it is the round
+    // trip from the mid node only, and would pull the consumer's min RTT below the path's).
+    let mut m = mid();
+    feed_data(&mut m, ms(0), 0, MSS);
+    feed_data(&mut m, ms(1), 2 * MSS, 3 * MSS);
+    drain(|b| m.poll_transmit(ms(1), b));
+    m.on_timer(ms(11));
+    let out = drain(|b| m.poll_transmit(ms(11), b));
+    assert_eq!(kinds(&out), vec![(Face::Upstream, false, MSS, 2 * MSS)]);
+    // The producer (upstream) echoes the stamp after 2 ms; the answer passes the node unchanged.
+    let echo = out[0].0.header.ts_ms.wrapping_add(2);
+    let (h, p) = data(MSS, 2 * MSS);
+    m.handle_packet(ms(20), F, Face::Upstream, LeotpHeader { ts_ms: echo, ..h }, &p);
+    let down = drain(|b| m.poll_transmit(ms(20), b));
+    assert_eq!(kinds(&down), vec![(Face::Downstream, false, MSS, 2 * MSS)]);
+    let mut cc = HopCc::new(&LeotpConfig::default());
+    cc.on_data(&LeotpConfig::default(), ms(25), down[0].0.header.ts_ms, LEOTP_HEADER_LEN + MSS as usize, 0);
+    assert_eq!(cc.srtt(), None, "ts {}", down[0].0.header.ts_ms);
+    // An upstream node that has the range answers the re-request from its cache: no sample either
+    // (the re-request's stamp is marked already; the answer must not mark it back).
+    let mut up = mid();
+    feed_data(&mut up, ms(0), MSS, 2 * MSS);
+    drain(|b| up.poll_transmit(ms(0), b));
+    up.handle_packet(ms(12), F, Face::Downstream, out[0].0.header, &[]);
+    let answer = drain(|b| up.poll_transmit(ms(12), b));
+    assert_eq!(kinds(&answer), vec![(Face::Downstream, false, MSS, 2 * MSS)]);
+    let mut cc = HopCc::new(&LeotpConfig::default());
+    cc.on_data(&LeotpConfig::default(), ms(25), answer[0].0.header.ts_ms, LEOTP_HEADER_LEN + MSS as usize, 0);
+    assert_eq!(cc.srtt(), None, "ts {}", answer[0].0.header.ts_ms);
+    // With hop CC the re-request carries this node's own stamp (its answer is a sample of the hop).
+    let mut hop = MidNode::new(LeotpConfig::default()).expect("config");
+    feed_data(&mut hop, ms(0), 0, MSS);
+    feed_data(&mut hop, ms(1), 2 * MSS, 3 * MSS);
+    drain(|b| hop.poll_transmit(ms(1), b));
+    hop.on_timer(ms(11));
+    let up: Vec<_> = drain(|b| hop.poll_transmit(ms(11), b))
+        .into_iter()
+        .filter(|(t, _)| t.face == Face::Upstream && !t.header.is_keepalive())
+        .collect();
+    assert_eq!(up.iter().map(|(t, _)| t.header.ts_ms).collect::<Vec<_>>(), vec![11]);
+}
+
+#[test]
 fn late_data_fills_a_hole_before_its_rerequest() {
     let mut m = mid();
     feed_data(&mut m, ms(0), 0, MSS);
@@ -211,8 +287,10 @@ fn late_data_fills_a_hole_before_its_rerequest() {
     feed_data(&mut m, ms(0), 0, MSS);
     feed_data(&mut m, ms(1), 4 * MSS, 5 * MSS);
     m.on_timer(ms(11));
-    let up: Vec<_> =
-        drain(|b| m.poll_transmit(ms(11), b)).into_iter().filter(|(t, _)| t.face == Face::Upstream).collect();
+    let up: Vec<_> = drain(|b| m.poll_transmit(ms(11), b))
+        .into_iter()
+        .filter(|(t, _)| t.face == Face::Upstream && !t.header.is_keepalive())
+        .collect();
     assert_eq!(up.len(), 3);
     assert!(up.iter().all(|(t, _)| t.header.range_len() == MSS));
     // A jump of more than 100 MSS resynchronises instead.
