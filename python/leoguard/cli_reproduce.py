@@ -252,10 +252,14 @@ def reproduce_liquid(
 @reproduce_app.command("leotp")
 def reproduce_leotp(
     quick: Annotated[bool, typer.Option("--quick", help="The reduced experiment (the default; ~1 min).")] = True,
-    full: Annotated[bool, typer.Option("--full", help="Every loss level and period, 120 s runs.")] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Every loss level and period, 120 s runs (Fig 10: the paper's 300 s).")
+    ] = False,
     experiment: Annotated[
         list[str] | None,
-        typer.Option("--experiment", "-e", help="fig12, table2, fig13 and/or fig11 (default: all; repeatable)."),
+        typer.Option(
+            "--experiment", "-e", help="fig12, table2, fig13, fig11, fig10 and/or fig14 (default: all; repeatable)."
+        ),
     ] = None,
     out: Annotated[Path, typer.Option(help="Directory for the figures, report.md and rows.json.")] = Path(
         "out/reproduce-leotp"
@@ -265,9 +269,11 @@ def reproduce_leotp(
     as_json: JsonOpt = False,
 ) -> None:
     """LEOTP (ICDCS'23): the loss sweep (Fig 12), Starlink shell 1 with the ablation A-D (Table II,
-    Fig 17), link switching (Fig 13) and bytes sent (Fig 11), paper beside leoguard. With --json,
-    prints rows {experiment, engine, scheme, variant, pair, loss_pct, throughput_mbps, owd_ms,
-    paper_throughput_mbps, paper_owd_ms, diff_pct, why, ...}."""
+    Fig 17), link switching (Fig 13), bytes sent (Fig 11), recovered packets' OWD (Fig 10) and the
+    BL_tar sweep under a square-wave bottleneck (Fig 14), paper beside leoguard. With --json, prints
+    rows {experiment, engine, scheme, variant, pair, loss_pct, throughput_mbps, owd_ms,
+    paper_throughput_mbps, paper_owd_ms, bl_tar_mss, retx_owd_p50_ms, retx_owd_p90_ms, ..., diff_pct,
+    why}."""
     from leoguard.reproduce.leotp import reproduce
 
     bar, cb = _sweep_progress(not as_json)
@@ -280,10 +286,15 @@ def reproduce_leotp(
     t = Table("experiment", "case", "scheme", "Mbit/s", "paper", "diff %", "OWD ms", "paper OWD")
     for row in r.rows:
         case = row.get("pair") or str(row.get("switch_every_s") or row["loss_pct"])
+        if row["experiment"] == "fig14":
+            case = "reference" if row["bl_tar_mss"] is None else f"BL_tar {row['bl_tar_mss']:g}"
         name = f"{row['scheme']}-{row['variant']}" if row["variant"] else row["scheme"]
+        owd, paper_owd = row["owd_ms"], row["paper_owd_ms"]
+        if row["experiment"] == "fig10":  # the OWD of the recovered packets (p50)
+            owd, paper_owd = f"retx p50 {row['retx_owd_p50_ms']}", row["paper_retx_owd_ms"]
         t.add_row(*(("-" if x is None else str(x)) for x in (
             row["experiment"], case, name, row["throughput_mbps"], row["paper_throughput_mbps"], row["diff_pct"],
-            row["owd_ms"], row["paper_owd_ms"])))  # fmt: skip
+            owd, paper_owd)))  # fmt: skip
     console.print(t)
     console.print(f"report: {r.report}; figures: {', '.join(str(p) for p in r.figures)}")
     if r.sweep.failed:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -25,6 +25,7 @@ __all__ = [
     "LinkGuardian",
     "Liquid",
     "Mpep",
+    "RateSchedule",
     "Satguard",
     "Scenario",
     "Tambur",
@@ -67,8 +68,39 @@ class Loss(_Model):
         return self
 
 
+class RateSchedule(_Model):
+    """A link capacity that follows a periodic wave: `rates_mbps` in equal steps over `period_s`,
+    repeating from t = 0 (`{period_s = 2, rates_mbps = [11, 9]}`: 1 s at 11 Mbit/s, 1 s at 9, ...;
+    LEOTP's Fig 14). Unequal steps: repeat a rate (`{period_s = 3, rates_mbps = [11, 9, 9]}`). The rate
+    in force when a packet starts serialising sets its whole serialisation time. Both directions of the
+    link follow it; both engines run it (leoguard-net's link model)."""
+
+    period_s: float = Field(gt=0, le=1e6)
+    rates_mbps: list[Annotated[float, Field(gt=0, le=MAX_LINK_RATE_MBPS)]] = Field(
+        min_length=1, max_length=_core.MAX_SCHEDULE_STEPS
+    )
+
+    @model_validator(mode="after")
+    def _steps(self) -> RateSchedule:
+        if self.period_s / len(self.rates_mbps) < 1e-6:
+            raise ValueError(
+                f"period_s = {self.period_s} gives each of the {len(self.rates_mbps)} steps less than 1 µs"
+            )
+        return self
+
+    def mean_mbps(self) -> float:
+        """The time-average rate."""
+        return sum(self.rates_mbps) / len(self.rates_mbps)
+
+    def core(self) -> dict[str, Any]:
+        """The Rust core's `rate_schedule` dict."""
+        return {"period_s": self.period_s, "rates_bps": [round(r * 1e6) for r in self.rates_mbps]}
+
+
 class Link(_Model):
-    """A bidirectional link between nodes `a` and `b`."""
+    """A bidirectional link between nodes `a` and `b`. With `rate_schedule` its capacity follows the
+    schedule and `rate_mbps` (default: the schedule's mean) is its nominal rate: the `links` table's
+    `rate_bps`, the base of `link_series` utilisation and the per-hop schemes' estimates."""
 
     a: int = Field(ge=0)
     b: int = Field(ge=0)
@@ -78,6 +110,18 @@ class Link(_Model):
     queue_packets: int | None = Field(default=None, gt=0)
     loss: Loss | None = None
     loss_reverse: Loss | None = None
+    rate_schedule: RateSchedule | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nominal_rate(cls, data: Any) -> Any:
+        # A scheduled link's nominal rate defaults to the schedule's mean (when the schedule's rates are
+        # numbers: otherwise the schedule's own error, and a missing rate_mbps, are reported).
+        if isinstance(data, dict) and data.get("rate_mbps") is None and isinstance(data.get("rate_schedule"), dict):
+            rates = data["rate_schedule"].get("rates_mbps")
+            if isinstance(rates, list) and rates and all(isinstance(r, int | float) and r > 0 for r in rates):
+                data = {**data, "rate_mbps": sum(rates) / len(rates)}
+        return data
 
 
 class Chain(_Model):
@@ -91,6 +135,26 @@ class Chain(_Model):
     queue_packets: int | None = Field(default=None, gt=0)
     loss: Loss | None = None
     loss_on: Literal["first", "all"] = "first"
+    rate_schedule: RateSchedule | None = None
+    """A periodic capacity (see `RateSchedule`) for the links in `rate_schedule_on`, whose nominal
+    rate is then the schedule's mean; the others keep `rate_mbps`."""
+    rate_schedule_on: Literal["all"] | list[int] = "all"
+    """The links that follow `rate_schedule`: "all", or link indices (link i joins nodes i and i+1)."""
+
+    @model_validator(mode="after")
+    def _schedule_on(self) -> Chain:
+        on = self.rate_schedule_on
+        if isinstance(on, list):
+            bad = [i for i in on if not 0 <= i < self.hops]
+            if bad:
+                raise ValueError(f"rate_schedule_on = {on}: {bad[0]} is not a link index (0..{self.hops - 1})")
+            if self.rate_schedule is None:
+                raise ValueError("rate_schedule_on needs a rate_schedule")
+        return self
+
+    def scheduled(self, i: int) -> bool:
+        """Whether link `i` follows the rate schedule."""
+        return self.rate_schedule is not None and (self.rate_schedule_on == "all" or i in self.rate_schedule_on)
 
 
 class Dumbbell(_Model):
@@ -505,11 +569,12 @@ class Scenario(_Model):
             Link(
                 a=i,
                 b=i + 1,
-                rate_mbps=t.rate_mbps,
+                rate_mbps=t.rate_schedule.mean_mbps() if t.rate_schedule and t.scheduled(i) else t.rate_mbps,
                 delay_ms=t.delay_ms,
                 queue_bytes=t.queue_bytes,
                 queue_packets=t.queue_packets,
                 loss=t.loss if (t.loss_on == "all" or i == 0) else None,
+                rate_schedule=t.rate_schedule if t.scheduled(i) else None,
             )
             for i in range(t.hops)
         ]
@@ -700,6 +765,8 @@ class Scenario(_Model):
             if lk.queue_packets is not None:
                 d["queue_packets"] = lk.queue_packets
             d["loss"], d["loss_reverse"] = loss(lk.loss), loss(lk.loss_reverse)
+            if lk.rate_schedule is not None:
+                d["rate_schedule"] = lk.rate_schedule.core()
             links.append(d)
         return {
             **self._base_core(),

@@ -164,3 +164,67 @@ def test_satguard_on_a_lossy_chain_hides_loss_from_a_marked_flow():
     assert guarded <= plain / 100
     with pytest.raises(LeoguardError, match=r"satguard.buffer_bytes"):
         from_dict({**base, "satguard": {"buffer_bytes": 0}})
+
+
+def _per_second_mbps(packets: pl.DataFrame, size: int, seconds: int, skip_ms: float = 0.0) -> list[int]:
+    """Received Mbit/s in each whole second (arrival less `skip_ms` of propagation after the last bit)."""
+    t = ((pl.col("received_ns") - int(skip_ms * 1e6) - 1) // 1_000_000_000).alias("s")
+    by = packets.with_columns(t).group_by("s").agg((pl.len() * size * 8 / 1e6).alias("mbps"))
+    got = dict(zip(by["s"].to_list(), by["mbps"].to_list(), strict=True))
+    return [round(got.get(s, 0.0)) for s in range(seconds)]
+
+
+def test_a_chain_with_a_square_wave_bottleneck_delivers_a_rate_that_alternates_every_second():
+    # 3 hops of 20 Mbit/s; the middle one alternates 12 / 4 Mbit/s each second. 10 Mbit/s of CBR gets
+    # through whole in the first second, then the link's capacity each second (the backlog drains at 12).
+    sc = from_dict(
+        {"duration_s": 6.0, "topology": {"kind": "chain", "hops": 3, "rate_mbps": 20, "delay_ms": 5,
+         "queue_packets": 100_000, "rate_schedule": {"period_s": 2, "rates_mbps": [12, 4]}, "rate_schedule_on": [1]},
+         "flows": [{"kind": "cbr", "src": 0, "dst": 3, "rate_mbps": 10, "size": 1250}]}
+    )  # fmt: skip
+    links = sc.to_core()["links"]
+    assert [lk.get("rate_schedule") for lk in links] == [None, {"period_s": 2, "rates_bps": [12e6, 4e6]}, None]
+    assert [lk["rate_bps"] for lk in links] == [20e6, 8e6, 20e6], "a scheduled link's nominal rate is its mean"
+    r = simulate(sc)
+    # After the middle link's last bit: one 5 ms link and 0.5 ms of serialisation at 20 Mbit/s.
+    assert _per_second_mbps(r.packets, 1250, 6, skip_ms=5.5) == [10, 4, 12, 4, 12, 4]
+    # On every link: an explicit [[links]] entry takes the same schedule.
+    d = {"duration_s": 4.0, "links": [{"a": 0, "b": 1, "delay_ms": 1, "queue_packets": 100_000,
+         "rate_schedule": {"period_s": 2, "rates_mbps": [12, 4]}}],
+         "flows": [{"kind": "cbr", "src": 0, "dst": 1, "rate_mbps": 10, "size": 1250}]}  # fmt: skip
+    assert _per_second_mbps(simulate(from_dict(d)).packets, 1250, 4, skip_ms=1) == [10, 4, 12, 4]
+
+
+@pytest.mark.parametrize(
+    ("schedule", "field"),
+    [
+        ({"period_s": 0, "rates_mbps": [11, 9]}, r"rate_schedule\.period_s: Input should be greater than 0"),
+        ({"period_s": 2, "rates_mbps": []}, r"rate_schedule\.rates_mbps: List should have at least 1 item"),
+        ({"period_s": 2, "rates_mbps": [11, 0]}, r"rate_schedule\.rates_mbps\.1: Input should be greater than 0"),
+        ({"period_s": 2, "rates_mbps": [1e12]}, r"rate_schedule\.rates_mbps\.0: Input should be less than or equal"),
+        ({"period_s": 1e-7, "rates_mbps": [1]}, r"rate_schedule: Value error, period_s = 1e-07 gives each of the 1"),
+        ({"rates_mbps": [1]}, r"rate_schedule\.period_s: Field required"),
+    ],
+)
+def test_a_bad_rate_schedule_is_refused_naming_the_field(schedule, field):
+    link = {"a": 0, "b": 1, "delay_ms": 1, "rate_schedule": schedule}
+    with pytest.raises(LeoguardError, match=rf"links\.0\.{field}"):
+        from_dict({"duration_s": 1, "links": [link], "flows": [{"kind": "tcp", "src": 0, "dst": 1}]})
+    chain = {"kind": "chain", "hops": 2, "rate_mbps": 10, "delay_ms": 1, "rate_schedule": schedule}
+    with pytest.raises(LeoguardError, match=rf"topology\.chain\.{field}"):
+        from_dict({"duration_s": 1, "topology": chain, "flows": [{"kind": "tcp", "src": 0, "dst": 1}]})
+
+
+def test_rate_schedule_on_names_links_of_the_chain_and_the_core_checks_the_schedule_again():
+    chain = {"kind": "chain", "hops": 2, "rate_mbps": 10, "delay_ms": 1, "rate_schedule_on": [2],
+             "rate_schedule": {"period_s": 2, "rates_mbps": [11, 9]}}  # fmt: skip
+    with pytest.raises(LeoguardError, match=r"topology\.chain: Value error, rate_schedule_on = \[2\]: 2 is not a link"):
+        from_dict({"duration_s": 1, "topology": chain, "flows": [{"kind": "tcp", "src": 0, "dst": 1}]})
+    chain = {"kind": "chain", "hops": 2, "rate_mbps": 10, "delay_ms": 1, "rate_schedule_on": [0]}
+    with pytest.raises(LeoguardError, match=r"rate_schedule_on needs a rate_schedule"):
+        from_dict({"duration_s": 1, "topology": chain, "flows": [{"kind": "tcp", "src": 0, "dst": 1}]})
+    # Rust validates again, naming the field: a rate pydantic passes but that rounds to 0 bit/s.
+    link = {"a": 0, "b": 1, "delay_ms": 1, "rate_schedule": {"period_s": 2, "rates_mbps": [10, 1e-7]}}
+    sc = from_dict({"duration_s": 1, "links": [link], "flows": [{"kind": "tcp", "src": 0, "dst": 1}]})
+    with pytest.raises(LeoguardError, match=r"^invalid links\[0\]\.rate_schedule\.rates_bps\[1\] = 0: must be in"):
+        simulate(sc)

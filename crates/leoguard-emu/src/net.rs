@@ -6,7 +6,7 @@ use leoguard_core::{stream, Bps, Duration, Instant};
 use leoguard_net::loss::LossModel;
 use leoguard_net::routes::NextHops;
 use leoguard_net::topo::{Control, Driver, NetBuilder};
-use leoguard_net::{Link, LinkId, NodeId, QueueLimit};
+use leoguard_net::{Link, LinkId, NodeId, QueueLimit, RateSchedule};
 
 /// Routing steps apart by more than this are not interpolated between (a link reused much later).
 pub const MAX_RAMP: Duration = Duration(1_000_000_000);
@@ -71,6 +71,10 @@ impl NetBuilder for EmuNet {
         self.links[link.0 as usize].set_loss(loss);
     }
 
+    fn set_rate_schedule(&mut self, link: LinkId, schedule: RateSchedule) {
+        self.links[link.0 as usize].set_rate_schedule(Some(schedule));
+    }
+
     fn set_initial_state(&mut self, link: LinkId, up: bool) {
         self.links[link.0 as usize].up = up;
     }
@@ -93,5 +97,40 @@ impl NetBuilder for EmuNet {
 
     fn set_driver(&mut self, driver: Box<dyn Driver>, first: Instant) {
         self.driver = Some((driver, first));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leoguard_net::loss::LossSpec;
+    use leoguard_net::topo::{LinkSpec, Topology};
+
+    #[test]
+    fn a_scenario_link_rate_schedule_reaches_the_emulated_links() {
+        // The emulator builds its links with leoguard-net's topology code, as the simulator does: a
+        // link's rate schedule takes effect in both directions of the emulated link.
+        let wave = RateSchedule { period: Duration::from_secs(2), rates: vec![Bps::mbps(11), Bps::mbps(9)] };
+        let link = |a, b, rate_schedule| LinkSpec {
+            a,
+            b,
+            rate: Bps::mbps(20),
+            delay: Duration::from_millis(20),
+            queue: QueueLimit::Packets(100),
+            loss_ab: LossSpec::None,
+            loss_ba: LossSpec::None,
+            rate_schedule,
+        };
+        let links = [link(0, 1, None), link(1, 2, Some(wave.clone()))];
+        let topo = Topology { nodes: 3, links: &links, events: &[], routes: &[], leo: None, constellation: None };
+        let mut net = EmuNet::new(3, 1);
+        topo.build(&mut net, &[0, 2], &[]).expect("valid");
+        let rates = |t_ms: u64| {
+            net.links.iter().map(|l| l.rate_at(Instant(t_ms * 1_000_000)).0 / 1_000_000).collect::<Vec<_>>()
+        };
+        assert_eq!(rates(500), [20, 20, 11, 11]);
+        assert_eq!(rates(1_500), [20, 20, 9, 9]);
+        assert_eq!(net.links[2].rate_schedule(), Some(&wave));
+        assert_eq!(net.links[2].peak_rate(), Bps::mbps(11));
     }
 }

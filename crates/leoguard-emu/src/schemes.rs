@@ -281,7 +281,7 @@ impl DataPlane {
             let l = &self.net.links[link.0 as usize];
             // A packet the queue turns away never reaches the interface: the hook sees no departure.
             if l.has_room(size) {
-                self.schemes.ctx.wait = l.egress_wait(size);
+                self.schemes.ctx.wait = l.egress_wait(Instant(t), size);
                 let keep = self.pass_hook(at, slot, |a, p, c| a.on_depart(link, p, c));
                 self.schemes.ctx.wait = leoguard_core::Duration::ZERO;
                 if !keep {

@@ -8,6 +8,11 @@
 //! it (a physical link is FIFO: arrival = max(start + delay, previous arrival)). A link that goes down
 //! loses every packet on the wire and in its queue (a handover interruption). Link-local control
 //! packets (HAcks, link-layer ACKs) ride a prioritised channel: ahead of data, never refused for room.
+//!
+//! A link's capacity may follow a periodic [`RateSchedule`] (LEOTP's Fig 14: a 10 +/- 1 Mbit/s
+//! square wave). Approximation: the rate in force when a packet's serialisation *starts* sets its
+//! whole serialisation time, and a step boundary does not re-time a packet already on the
+//! transmitter (at 9 Mbit/s a 1500-byte packet takes 1.3 ms, so a 1 s step is off by at most that).
 
 use crate::loss::LossModel;
 use leoguard_core::{Bps, Bytes, Duration, Instant, RngStream};
@@ -86,6 +91,39 @@ pub struct TxDone<P> {
     pub next_done: Option<Instant>,
 }
 
+/// A periodic, piecewise-constant capacity: `rates` in equal steps of `period / rates.len()`,
+/// repeating from t = 0 (`period` 2 s, `rates` [11, 9] Mbit/s: 1 s at 11, 1 s at 9, 1 s at 11, ...).
+/// Unequal steps are written by repeating a rate (1 s at 11 then 2 s at 9: period 3 s, [11, 9, 9]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RateSchedule {
+    /// Length of one cycle (> 0; the topology check asks for at least 1 µs per step).
+    pub period: Duration,
+    /// The steps' rates, in order (at least one, each in (0, MAX_LINK_RATE]).
+    pub rates: Vec<Bps>,
+}
+
+impl RateSchedule {
+    /// The rate in force at `now`.
+    #[inline]
+    pub fn rate_at(&self, now: Instant) -> Bps {
+        let p = u128::from(self.period.as_nanos().max(1));
+        let phase = u128::from(now.as_nanos()) % p;
+        let i = (phase * self.rates.len() as u128 / p) as usize;
+        self.rates[i.min(self.rates.len() - 1)]
+    }
+
+    /// The highest step's rate (what the emulator's real-time check must carry).
+    pub fn peak(&self) -> Bps {
+        self.rates.iter().copied().max().unwrap_or(Bps(0))
+    }
+
+    /// The time-average rate.
+    pub fn mean(&self) -> Bps {
+        let sum: u128 = self.rates.iter().map(|r| u128::from(r.0)).sum();
+        Bps((sum / self.rates.len().max(1) as u128) as u64)
+    }
+}
+
 /// A one-way link; `P` is the engine's packet handle (a pool slot).
 #[derive(Debug)]
 pub struct Link<P> {
@@ -93,7 +131,8 @@ pub struct Link<P> {
     pub from: NodeId,
     /// Receiving end.
     pub to: NodeId,
-    /// Capacity.
+    /// Capacity; with a rate schedule, the nominal rate (the per-hop schemes' estimates and the
+    /// link rows read it; serialisation follows the schedule).
     pub rate: Bps,
     /// Current one-way propagation delay.
     pub delay: Duration,
@@ -117,6 +156,8 @@ pub struct Link<P> {
     /// A delay ramp (emulator: delays follow the orbit between routing steps): from `.0` at delay
     /// `.1` to `.2` at delay `.3`, linear; `delay` is used outside it.
     ramp: Option<(Instant, Duration, Instant, Duration)>,
+    /// A time-varying capacity overriding `rate` (boxed: an unscheduled link pays one pointer test).
+    schedule: Option<Box<RateSchedule>>,
     loss: Option<Box<dyn LossModel>>,
     rng: RngStream,
 }
@@ -139,6 +180,7 @@ impl<P: Copy> Link<P> {
             wire: VecDeque::new(),
             epoch: 0,
             ramp: None,
+            schedule: None,
             loss: None,
             rng,
         }
@@ -147,6 +189,30 @@ impl<P: Copy> Link<P> {
     /// Sets (or replaces) the loss model.
     pub fn set_loss(&mut self, loss: Box<dyn LossModel>) {
         self.loss = Some(loss);
+    }
+
+    /// Makes the capacity follow `schedule` from now on (`None`: the constant `rate` again).
+    pub fn set_rate_schedule(&mut self, schedule: Option<RateSchedule>) {
+        self.schedule = schedule.map(Box::new);
+    }
+
+    /// The rate schedule, if any.
+    pub fn rate_schedule(&self) -> Option<&RateSchedule> {
+        self.schedule.as_deref()
+    }
+
+    /// The capacity in force at `now`: the schedule's step, else `rate`.
+    #[inline]
+    pub fn rate_at(&self, now: Instant) -> Bps {
+        match &self.schedule {
+            None => self.rate,
+            Some(s) => s.rate_at(now),
+        }
+    }
+
+    /// The highest capacity the link ever has.
+    pub fn peak_rate(&self) -> Bps {
+        self.schedule.as_ref().map_or(self.rate, |s| s.peak())
     }
 
     /// The loss model, if any.
@@ -190,11 +256,12 @@ impl<P: Copy> Link<P> {
         }
     }
 
-    /// How long a packet of `size` bytes offered now waits until its last bit is sent: the queue ahead
-    /// of it and its own serialisation (the packet on the transmitter is left out: at most one MTU).
+    /// How long a packet of `size` bytes offered at `now` waits until its last bit is sent: the queue
+    /// ahead of it and its own serialisation (the packet on the transmitter is left out: at most one
+    /// MTU), at the rate in force at `now` (with a schedule, an estimate across a step boundary).
     #[inline]
-    pub fn egress_wait(&self, size: u32) -> Duration {
-        self.rate.transmission_time(Bytes(self.queued_bytes + u64::from(size))).unwrap_or(Duration::ZERO)
+    pub fn egress_wait(&self, now: Instant, size: u32) -> Duration {
+        self.rate_at(now).transmission_time(Bytes(self.queued_bytes + u64::from(size))).unwrap_or(Duration::ZERO)
     }
 
     /// The propagation delay a packet starting to propagate at `now` gets.
@@ -249,7 +316,7 @@ impl<P: Copy> Link<P> {
         }
         if self.tx.is_none() {
             self.tx = Some((pkt, size));
-            let tx = self.rate.transmission_time(Bytes(u64::from(size))).unwrap_or(Duration::ZERO);
+            let tx = self.rate_at(now).transmission_time(Bytes(u64::from(size))).unwrap_or(Duration::ZERO);
             self.stats.busy_ns += tx.as_nanos();
             return Offer::Transmitting { done: now + tx };
         }
@@ -282,7 +349,7 @@ impl<P: Copy> Link<P> {
             self.queued_control = self.queued_control.saturating_sub(1);
             self.queued_bytes -= u64::from(size);
             self.tx = Some((next, size));
-            let tx = self.rate.transmission_time(Bytes(u64::from(size))).unwrap_or(Duration::ZERO);
+            let tx = self.rate_at(now).transmission_time(Bytes(u64::from(size))).unwrap_or(Duration::ZERO);
             self.stats.busy_ns += tx.as_nanos();
             out.next_done = Some(now + tx);
         }
@@ -390,5 +457,58 @@ mod tests {
         let mut lost = Vec::new();
         l.set_state(false, &mut lost);
         assert_eq!(lost, vec![4, 2, 1], "transmitter (the control packet), queue, wire");
+    }
+
+    fn square_wave() -> RateSchedule {
+        // LEOTP Fig 14's wave: 1 s at 11 Mbit/s, then 1 s at 9.
+        RateSchedule { period: Duration::from_secs(2), rates: vec![Bps::mbps(11), Bps::mbps(9)] }
+    }
+
+    #[test]
+    fn a_schedule_steps_through_its_rates_every_period_over_n() {
+        let s = square_wave();
+        let at = |ms: u64| s.rate_at(Instant(ms * 1_000_000));
+        assert_eq!(
+            [at(0), at(999), at(1_000), at(1_999), at(2_000), at(3_500)].map(|r| r.0 / 1_000_000),
+            [11, 11, 9, 9, 11, 9]
+        );
+        assert_eq!((s.peak(), s.mean()), (Bps::mbps(11), Bps::mbps(10)));
+        let three = RateSchedule { period: Duration::from_secs(3), rates: vec![Bps(1), Bps(2), Bps(3)] };
+        assert_eq!(
+            [0, 999, 1_000, 2_000, 2_999, 3_000].map(|ms| three.rate_at(Instant(ms * 1_000_000)).0),
+            [1, 1, 2, 3, 3, 1]
+        );
+    }
+
+    #[test]
+    fn serialisation_times_follow_the_square_wave_by_when_serialisation_starts() {
+        // 1375 bytes: 1 ms at 11 Mbit/s, 1.222 ms at 9 (rounded up to the ns). A queue of back-to-back packets before and
+        // after the 1 s boundary.
+        let mut l = link(Bps::mbps(20), Duration::from_millis(20));
+        l.set_rate_schedule(Some(square_wave()));
+        assert_eq!(l.rate_at(Instant(0)), Bps::mbps(11));
+        let t0 = Instant(998_500_000); // 1.5 ms before the step down
+        assert_eq!(l.offer(t0, 1, 1375, false), Offer::Transmitting { done: Instant(999_500_000) });
+        assert_eq!(l.offer(t0, 2, 1375, false), Offer::Queued);
+        assert_eq!(l.offer(t0, 3, 1375, false), Offer::Queued);
+        assert_eq!(l.egress_wait(t0, 1375), Duration(3_000_000), "two queued and itself, at 11 Mbit/s");
+        // Packet 2 starts at 999.5 ms, still at 11: 1 ms, though it ends in the 9 Mbit/s step.
+        let d = l.tx_done(Instant(999_500_000));
+        assert_eq!(d.next_done, Some(Instant(1_000_500_000)));
+        assert_eq!(d.head_arrival, Some((Instant(1_019_500_000), 1)), "20 ms of propagation");
+        // Packet 3 starts at 1000.5 ms, in the 9 Mbit/s step: 11000 bits / 9 Mbit/s.
+        let d = l.tx_done(Instant(1_000_500_000));
+        assert_eq!(d.next_done, Some(Instant(1_000_500_000 + 1_222_223)));
+        // Back to 11 Mbit/s at 2 s, and busy time adds up the per-packet times.
+        l.tx_done(Instant(1_001_722_223));
+        assert_eq!(
+            l.offer(Instant(2_000_000_000), 4, 1375, false),
+            Offer::Transmitting { done: Instant(2_001_000_000) }
+        );
+        assert_eq!(l.stats.busy_ns, 1_000_000 * 3 + 1_222_223);
+        assert_eq!(l.peak_rate(), Bps::mbps(11));
+        // Without the schedule the constant rate is back.
+        l.set_rate_schedule(None);
+        assert_eq!((l.rate_at(Instant(1_500_000_000)), l.peak_rate()), (Bps::mbps(20), Bps::mbps(20)));
     }
 }

@@ -44,11 +44,12 @@ fn build(spec: &Bound<'_, PyDict>) -> PyResult<Built> {
     Ok(Built { ends, net, duration: s.duration, hooks, wire })
 }
 
-/// A path's links as (from, to, rate_bps, delay_ns).
+/// A path's links as (from, to, rate_bps, delay_ns); a scheduled link's rate is its peak.
 type PathLinks = Vec<(u32, u32, u64, u64)>;
 
 /// Validates a resolved scenario dict for the emulator and returns, per flow, the links of its path
-/// at t = 0 as (from, to, rate_bps, delay_ns) (the orchestrator checks real-time feasibility with it).
+/// at t = 0 as (from, to, rate_bps, delay_ns) (the orchestrator checks real-time feasibility with it;
+/// a link with a rate schedule gives its peak rate).
 #[pyfunction]
 fn emu_check(spec: &Bound<'_, PyDict>) -> PyResult<Vec<Option<PathLinks>>> {
     let Built { ends, net, .. } = build(spec)?;
@@ -59,7 +60,7 @@ fn emu_check(spec: &Bound<'_, PyDict>) -> PyResult<Vec<Option<PathLinks>>> {
                 p.iter()
                     .map(|l| {
                         let l = &net.links[l.0 as usize];
-                        (l.from.0, l.to.0, l.rate.0, l.delay.as_nanos())
+                        (l.from.0, l.to.0, l.peak_rate().0, l.delay.as_nanos())
                     })
                     .collect()
             })

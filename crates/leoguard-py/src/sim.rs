@@ -3,6 +3,7 @@
 
 use crate::{get, ground, need, options, LeoguardError, Node, PyConstellation};
 use leoguard_core::{Bps, Duration, Instant};
+use leoguard_net::RateSchedule;
 use leoguard_proto::satguard::hop::HopSenderStats;
 use leoguard_sim::capture::CaptureSpec;
 use leoguard_sim::constellation::{ConstellationTopo, HostSpec};
@@ -63,6 +64,14 @@ fn loss(d: Option<Bound<'_, PyDict>>, field: &str) -> PyResult<LossSpec> {
     })
 }
 
+/// A link's `rate_schedule`: `period_s` and `rates_bps` (the steps, equal in length; validated with
+/// the topology, naming `links[i].rate_schedule`).
+fn rate_schedule(d: &Bound<'_, PyDict>, i: usize) -> PyResult<RateSchedule> {
+    let period = secs(&format!("links[{i}].rate_schedule.period_s"), need(d, "period_s")?)?;
+    let rates: Vec<u64> = need(d, "rates_bps")?;
+    Ok(RateSchedule { period, rates: rates.into_iter().map(Bps).collect() })
+}
+
 /// A `kind = "web"` flow: `http` ("1.1" or "2"), `cc`, `corpus_seed`, `pages` (a list of corpus
 /// indices), `think_s`.
 fn web_flow(f: &Bound<'_, PyDict>, i: usize) -> PyResult<FlowKind> {
@@ -100,6 +109,10 @@ pub(crate) fn scenario(d: &Bound<'_, PyDict>) -> PyResult<Scenario> {
             queue,
             loss_ab: loss(get(l, "loss")?, &format!("links[{i}].loss"))?,
             loss_ba: loss(get(l, "loss_reverse")?, &format!("links[{i}].loss_reverse"))?,
+            rate_schedule: match get::<Bound<'_, PyDict>>(l, "rate_schedule")? {
+                None => None,
+                Some(rs) => Some(rate_schedule(&rs, i)?),
+            },
         });
     }
     let mut flows = Vec::new();
@@ -711,6 +724,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySimRun>()?;
     m.add("TC_DELAY_SENSITIVE", leoguard_sim::schemes::satguard::TC_DELAY_SENSITIVE)?;
     m.add("MAX_LINK_RATE_BPS", leoguard_net::topo::MAX_LINK_RATE.0)?;
+    m.add("MAX_SCHEDULE_STEPS", leoguard_net::topo::MAX_SCHEDULE_STEPS)?;
     m.add("CONGESTION_CONTROLS", leoguard_proto::cc::ALGORITHMS.to_vec())?;
     Ok(())
 }

@@ -625,6 +625,7 @@ mod tests {
             queue: QueueLimit::Packets(50),
             loss_ab: LossSpec::Bernoulli { p: 0.02 },
             loss_ba: LossSpec::Bernoulli { p: 0.02 },
+            rate_schedule: None,
         };
         let flow = |kind, tc| FlowSpec { src: 0, dst: 3, kind, start: Instant::ZERO, tc };
         Scenario {

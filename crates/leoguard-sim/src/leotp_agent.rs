@@ -7,7 +7,7 @@
 use crate::engine::{NodeId, Packet};
 use crate::sim::{Agent, Ctx};
 use leoguard_core::{Duration, Instant};
-use leoguard_net::schemes::leotp::{header_of, to_packet, FLAG_LEOTP_RETX};
+use leoguard_net::schemes::leotp::{header_of, to_packet, SentRing, FLAG_LEOTP_RETX};
 use leoguard_proto::leotp::{Consumer, LeotpConfig, LeotpError, PatternSource, Producer, LEOTP_HEADER_LEN};
 use std::any::Any;
 
@@ -182,6 +182,10 @@ impl Agent for LeotpConsumerAgent {
     }
 }
 
+/// Segments whose first send time the producer remembers: more than the consumer's 20 000-MSS
+/// Interest buffer, so every range it can ask for again is still there.
+const PRODUCER_RING: usize = 1 << 15;
+
 /// The producer of one LEOTP flow.
 #[derive(Debug)]
 pub struct LeotpProducerAgent {
@@ -194,6 +198,9 @@ pub struct LeotpProducerAgent {
     /// Data packets sent again (a range at or below the highest sent: a consumer timeout's).
     pub resent: u64,
     high: u32,
+    /// When each segment was first sent: a resend carries that time, so the consumer's one-way delay
+    /// of a range the producer sent again counts from its first send, as for a mid node's resend.
+    first_sent: SentRing,
     armed: Option<Instant>,
     buf: Vec<u8>,
 }
@@ -202,12 +209,14 @@ impl LeotpProducerAgent {
     /// A producer of `bytes` (or as many as the offsets allow) for flow `flow`'s consumer.
     pub fn new(cfg: LeotpConfig, flow: u32, consumer: NodeId, bytes: Option<u64>) -> Result<Self, LeotpError> {
         let total = bytes.unwrap_or(u64::from(u32::MAX));
+        let cfg_mss = cfg.mss;
         Ok(LeotpProducerAgent {
             flow,
             consumer,
             producer: Producer::new(cfg, PatternSource { total })?,
             resent: 0,
             high: 0,
+            first_sent: SentRing::new(cfg_mss, PRODUCER_RING),
             armed: None,
             buf: vec![0; LEOTP_HEADER_LEN],
         })
@@ -216,8 +225,14 @@ impl LeotpProducerAgent {
     fn pump(&mut self, ctx: &mut Ctx) {
         let now = ctx.now();
         while let Some(t) = self.producer.poll_transmit(now, &mut self.buf) {
-            let mut p = to_packet(self.flow, self.consumer.0, &t.header, now);
-            if t.header.end <= self.high {
+            let h = &t.header;
+            let resend = h.end <= self.high;
+            let sent_at = if resend { self.first_sent.get(h.start).unwrap_or(now) } else { now };
+            if h.end > h.start && !resend {
+                self.first_sent.note(h.start, now);
+            }
+            let mut p = to_packet(self.flow, self.consumer.0, h, sent_at);
+            if resend {
                 p.flags |= FLAG_LEOTP_RETX;
                 self.resent += 1;
             }

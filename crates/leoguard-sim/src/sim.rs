@@ -94,6 +94,10 @@ impl leoguard_net::NetBuilder for Sim {
         self.link_mut(link).set_loss(loss);
     }
 
+    fn set_rate_schedule(&mut self, link: LinkId, schedule: leoguard_net::RateSchedule) {
+        self.link_mut(link).set_rate_schedule(Some(schedule));
+    }
+
     fn set_initial_state(&mut self, link: LinkId, up: bool) {
         self.link_mut(link).up = up;
     }
@@ -410,7 +414,7 @@ impl Sim {
         // interface, so per-hop schemes never see it leave (the drop is the endpoints' signal).
         if let Some(h) = self.hooks[at.0 as usize].filter(|_| hook) {
             if l.has_room(size) {
-                self.ctx.wait = l.egress_wait(size);
+                self.ctx.wait = l.egress_wait(self.net.now, size);
                 let keep = self.pass_hook(at, id, |a, p, c| a.on_depart(link, p, c));
                 self.ctx.wait = Duration::ZERO;
                 if !keep {

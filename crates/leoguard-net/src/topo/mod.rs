@@ -6,7 +6,7 @@
 pub mod constellation;
 pub mod leo;
 
-use crate::link::{LinkId, NodeId, QueueLimit};
+use crate::link::{LinkId, NodeId, QueueLimit, RateSchedule};
 use crate::loss::{LossError, LossModel, LossSpec};
 use leoguard_core::{Bps, Duration, Instant};
 use std::collections::VecDeque;
@@ -56,6 +56,8 @@ pub trait NetBuilder {
     fn add_link(&mut self, from: NodeId, to: NodeId, rate: Bps, delay: Duration, limit: QueueLimit) -> LinkId;
     /// Attaches a loss model to a link.
     fn set_loss(&mut self, link: LinkId, loss: Box<dyn LossModel>);
+    /// Makes a link's capacity follow a periodic schedule (from t = 0 of the run).
+    fn set_rate_schedule(&mut self, link: LinkId, schedule: RateSchedule);
     /// Sets a link's state before the run starts.
     fn set_initial_state(&mut self, link: LinkId, up: bool);
     /// A link's current propagation delay.
@@ -77,7 +79,8 @@ pub struct LinkSpec {
     pub a: u32,
     /// Other end.
     pub b: u32,
-    /// Capacity of each direction.
+    /// Capacity of each direction (with `rate_schedule`, the nominal rate: the link rows' `rate_bps`
+    /// and the per-hop schemes' estimates).
     pub rate: Bps,
     /// One-way propagation delay.
     pub delay: Duration,
@@ -87,6 +90,9 @@ pub struct LinkSpec {
     pub loss_ab: LossSpec,
     /// Loss on b -> a.
     pub loss_ba: LossSpec,
+    /// A periodic capacity of both directions instead of the constant `rate` (LEOTP Fig 14's square
+    /// wave; [`RateSchedule`]).
+    pub rate_schedule: Option<RateSchedule>,
 }
 
 /// A scheduled change of a link (both directions).
@@ -176,6 +182,29 @@ fn check_rate(field: impl FnOnce() -> String, rate: Bps) -> Result<(), TopologyE
     Ok(())
 }
 
+/// Most steps a rate schedule may have (a typo such as a per-millisecond table must not pass).
+pub const MAX_SCHEDULE_STEPS: usize = 100_000;
+
+/// A rate schedule needs at least one step, each step's rate in (0, MAX_LINK_RATE] and at least 1 µs
+/// per step; `field` is the schedule's path, e.g. `links[1].rate_schedule`.
+pub fn check_schedule(field: &str, s: &RateSchedule) -> Result<(), TopologyError> {
+    let n = s.rates.len();
+    if n == 0 || n > MAX_SCHEDULE_STEPS {
+        return Err(invalid(format!("{field}.rates_bps"), format!("{n} steps"), "needs 1 to 100000 steps"));
+    }
+    for (j, &r) in s.rates.iter().enumerate() {
+        check_rate(|| format!("{field}.rates_bps[{j}]"), r)?;
+    }
+    if s.period.as_nanos() < 1_000 * n as u64 {
+        return Err(invalid(
+            format!("{field}.period_s"),
+            s.period.as_secs_f64(),
+            "must be > 0, with at least 1 µs per step",
+        ));
+    }
+    Ok(())
+}
+
 /// What building a topology produced.
 #[derive(Debug, Default)]
 pub struct Built {
@@ -232,6 +261,9 @@ impl Topology<'_> {
                 ));
             }
             check_rate(|| format!("links[{i}].rate_bps"), l.rate)?;
+            if let Some(rs) = &l.rate_schedule {
+                check_schedule(&format!("links[{i}].rate_schedule"), rs)?;
+            }
             if matches!(l.queue, QueueLimit::Bytes(0) | QueueLimit::Packets(0)) {
                 return Err(invalid(format!("links[{i}].queue"), 0, "must be > 0"));
             }
@@ -287,6 +319,10 @@ impl Topology<'_> {
                     b.set_loss(id, m);
                 }
             }
+            if let Some(rs) = &l.rate_schedule {
+                b.set_rate_schedule(ab, rs.clone());
+                b.set_rate_schedule(ba, rs.clone());
+            }
             dirs.push((l.a, l.b, ab));
             dirs.push((l.b, l.a, ba));
             out.pairs.push((ab, ba));
@@ -341,6 +377,7 @@ mod tests {
             queue: QueueLimit::Bytes(1_000_000),
             loss_ab: LossSpec::None,
             loss_ba: LossSpec::None,
+            rate_schedule: None,
         }
     }
 
@@ -369,5 +406,35 @@ mod tests {
             let e = topo(&[], Some(&path(bad))).validate().unwrap_err().to_string();
             assert_eq!(e, format!("invalid leo.rate_bps = {bad}: must be in (0, 10 Tbit/s]"));
         }
+    }
+
+    #[test]
+    fn a_rate_schedule_is_checked_naming_the_field() {
+        let sched = |period_ns: u64, rates: Vec<u64>| LinkSpec {
+            rate_schedule: Some(RateSchedule {
+                period: Duration(period_ns),
+                rates: rates.into_iter().map(Bps).collect(),
+            }),
+            ..link(10_000_000)
+        };
+        assert_eq!(topo(&[sched(2_000_000_000, vec![11_000_000, 9_000_000])], None).validate(), Ok(()));
+        let err = |l: LinkSpec| topo(&[l], None).validate().unwrap_err().to_string();
+        assert_eq!(
+            err(sched(1_000, vec![])),
+            "invalid links[0].rate_schedule.rates_bps = 0 steps: needs 1 to 100000 steps"
+        );
+        assert_eq!(
+            err(sched(2_000_000_000, vec![11_000_000, 0])),
+            "invalid links[0].rate_schedule.rates_bps[1] = 0: must be in (0, 10 Tbit/s]"
+        );
+        assert_eq!(
+            err(sched(2_000_000_000, vec![MAX_LINK_RATE.0 + 1])),
+            format!("invalid links[0].rate_schedule.rates_bps[0] = {}: must be in (0, 10 Tbit/s]", MAX_LINK_RATE.0 + 1)
+        );
+        assert_eq!(
+            err(sched(0, vec![1])),
+            "invalid links[0].rate_schedule.period_s = 0: must be > 0, with at least 1 µs per step"
+        );
+        assert!(err(sched(1_999, vec![1, 1])).starts_with("invalid links[0].rate_schedule.period_s = 0.000001999"));
     }
 }

@@ -13,6 +13,7 @@ fn two_node(loss: LossSpec, flow: FlowKind) -> Scenario {
             queue: QueueLimit::Packets(200),
             loss_ab: loss,
             loss_ba: LossSpec::None,
+            rate_schedule: None,
         }],
         flows: vec![FlowSpec { src: 0, dst: 1, kind: flow, start: Instant::ZERO, tc: 0 }],
         duration: Duration::from_secs(10),
@@ -65,6 +66,7 @@ fn link(a: u32, b: u32, mbps: u64, ms: u64) -> LinkSpec {
         queue: QueueLimit::Packets(100),
         loss_ab: LossSpec::None,
         loss_ba: LossSpec::None,
+        rate_schedule: None,
     }
 }
 
@@ -154,6 +156,7 @@ fn satguard_hides_link_loss_from_the_endpoints() {
         .map(|i| LinkSpec {
             loss_ab: LossSpec::Bernoulli { p: 0.03 },
             loss_ba: LossSpec::Bernoulli { p: 0.03 },
+            rate_schedule: None,
             ..link(i, i + 1, 50, 5)
         })
         .collect();
@@ -218,6 +221,7 @@ fn satguard_keeps_recovering_after_fseq_wraps() {
         .map(|i| LinkSpec {
             loss_ab: LossSpec::Bernoulli { p: 0.02 },
             loss_ba: LossSpec::Bernoulli { p: 0.02 },
+            rate_schedule: None,
             queue: QueueLimit::Packets(1000),
             ..link(i, i + 1, 1000, 2)
         })
@@ -408,4 +412,28 @@ fn a_tcp_flow_with_both_rate_and_bytes_is_refused() {
     let s = two_node(LossSpec::None, FlowKind::Tcp { cc: "cubic".into(), bytes: Some(10), rate: Some(Bps::mbps(1)) });
     let e = s.validate().unwrap_err().to_string();
     assert!(e.contains("flows[0].bytes") && e.contains("not both"), "{e}");
+}
+
+#[test]
+fn a_square_wave_bottleneck_alternates_the_delivered_rate_every_step() {
+    // 10 Mbit/s of CBR into a link whose capacity alternates 12 / 4 Mbit/s each second: the first
+    // second carries all of it, the 4 Mbit/s seconds cap it, the 12 Mbit/s seconds drain the backlog.
+    let mut s = two_node(LossSpec::None, FlowKind::Cbr { rate: Bps::mbps(10), size: 1250 });
+    s.links[0].queue = QueueLimit::Packets(100_000);
+    s.links[0].rate_schedule =
+        Some(leoguard_net::RateSchedule { period: Duration::from_secs(2), rates: vec![Bps::mbps(12), Bps::mbps(4)] });
+    s.duration = Duration::from_secs(6);
+    let r = run(&s).unwrap();
+    let mut per_s = [0u64; 6];
+    for p in &r.packets {
+        // A packet's last bit left the link `delay` (10 ms) before it arrived.
+        per_s[((p.received_ns - 10_000_000 - 1) / 1_000_000_000) as usize] += 1250 * 8;
+    }
+    assert_eq!(per_s.map(|b| (b as f64 / 1e6).round() as u64), [10, 4, 12, 4, 12, 4]);
+    assert!(!r.link_series.is_empty() && r.link_series.iter().all(|x| x.rate_bps == 50_000_000), "nominal rate");
+    s.links[0].rate_schedule.as_mut().unwrap().rates[1] = Bps(0);
+    assert_eq!(
+        run(&s).unwrap_err().to_string(),
+        "invalid links[0].rate_schedule.rates_bps[1] = 0: must be in (0, 10 Tbit/s]"
+    );
 }

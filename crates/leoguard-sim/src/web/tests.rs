@@ -143,6 +143,7 @@ fn two_node(kind: FlowKind, loss: LossSpec, secs: u64) -> Scenario {
             queue: QueueLimit::Bytes(500_000),
             loss_ab: loss.clone(),
             loss_ba: loss,
+            rate_schedule: None,
         }],
         flows: vec![FlowSpec { src: 0, dst: 1, kind, start: Instant::ZERO, tc: 0 }],
         duration: Duration::from_secs(secs),

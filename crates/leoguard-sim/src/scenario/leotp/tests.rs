@@ -18,6 +18,7 @@ fn chain(p: f64, kind: FlowKind, secs: u64) -> Scenario {
             queue: QueueLimit::Packets(200),
             loss_ab: if (1..7).contains(&i) && p > 0.0 { LossSpec::Bernoulli { p } } else { LossSpec::None },
             loss_ba: LossSpec::None,
+            rate_schedule: None,
         })
         .collect();
     Scenario {
@@ -96,4 +97,19 @@ fn bad_sections_are_refused_by_field() {
     s.leotp.placement = MidPlacement::Fraction(0.5);
     let r = run(&s).unwrap();
     assert_eq!(r.leotp.unwrap().nodes, 4, "round(7 * 0.5) of the nodes between the ends");
+}
+
+#[test]
+fn data_the_producer_sends_again_keeps_its_first_send_time() {
+    // Loss only on the producer's own link: the first mid node re-requests each hole from the producer,
+    // which sends the range again. Its OWD counts from the first send, so it carries the recovery (the
+    // 10 ms hole confirmation and the 2 x 20 ms round trip to the producer), as a cache answer's does.
+    let mut s = chain(0.0, FlowKind::Leotp { bytes: None }, 20);
+    s.links[0].loss_ab = LossSpec::Bernoulli { p: 0.01 };
+    let r = run(&s).unwrap();
+    let owd = |p: &PacketRow| (p.received_ns - p.sent_ns) / 1_000_000;
+    let clean = r.packets.iter().filter(|p| !p.retransmission).map(owd).min().unwrap();
+    let resent: Vec<u64> = r.packets.iter().filter(|p| p.retransmission).map(owd).collect();
+    assert!(resent.len() > 50, "{}", resent.len());
+    assert!(resent.iter().all(|&d| d >= clean + 50), "clean {clean} ms, resent {resent:?}");
 }

@@ -15,6 +15,7 @@ fn lossy(cc: &str, liquid: Option<LiquidOptions>, secs: u64) -> Scenario {
         queue: QueueLimit::Packets(200),
         loss_ab: LossSpec::Bernoulli { p: loss },
         loss_ba: LossSpec::Bernoulli { p: loss },
+        rate_schedule: None,
     };
     Scenario {
         nodes: 3,

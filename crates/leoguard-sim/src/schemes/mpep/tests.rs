@@ -348,6 +348,7 @@ fn scenarios_refuse_mpep_with_another_scheme_bad_options_or_no_constellation() {
         queue: QueueLimit::Packets(10),
         loss_ab: crate::loss::LossSpec::None,
         loss_ba: crate::loss::LossSpec::None,
+        rate_schedule: None,
     }];
     s.flows.truncate(1);
     s.flows[0].src = 1;

@@ -16,6 +16,7 @@ fn lossy(tambur: Option<TamburOptions>) -> Scenario {
             queue: QueueLimit::Packets(200),
             loss_ab: LossSpec::Bernoulli { p: 0.02 },
             loss_ba: LossSpec::None,
+            rate_schedule: None,
         }],
         flows: vec![FlowSpec {
             src: 0,
