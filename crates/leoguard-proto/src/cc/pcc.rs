@@ -270,6 +270,120 @@ impl<T: Copy> Monitor<T> {
     }
 }
 
+/// What both algorithms keep alike: the segment size, the MIs in flight and the smoothed RTT.
+#[derive(Clone, Debug)]
+pub(crate) struct Core<T> {
+    pub mss: u64,
+    pub monitor: Monitor<T>,
+    pub srtt: Option<Duration>,
+}
+
+impl<T> Core<T> {
+    pub fn new(mss: u64) -> Core<T> {
+        Core { mss, monitor: Monitor::default(), srtt: None }
+    }
+}
+
+/// A PCC algorithm: how it picks each MI's rate and learns from each MI's outcome. The
+/// [`CongestionControl`](super::CongestionControl) plumbing Allegro and Vivace share (an MI opened on
+/// a send when the open one is due, outcomes taken on ACKs, the per-segment hooks feeding the
+/// monitor, a rate-based window and pacing, no window cuts) is implemented once, for every
+/// `Algorithm`.
+pub(crate) trait Algorithm: std::fmt::Debug + Send {
+    /// What each MI carries to its outcome.
+    type Tag: Copy;
+    /// The registry name.
+    const NAME: &'static str;
+    fn core(&self) -> &Core<Self::Tag>;
+    fn core_mut(&mut self) -> &mut Core<Self::Tag>;
+    /// The next MI's rate (Mbit/s) and tag.
+    fn next_tagged_mi(&mut self) -> (f64, Self::Tag);
+    /// Learns from one MI's outcome.
+    fn on_outcome(&mut self, o: &MiOutcome<Self::Tag>);
+    /// How long the open MI lasts.
+    fn mi_len(&self) -> Duration;
+    /// An MI was just opened.
+    fn on_mi_opened(&mut self) {}
+    /// The rate sent at while no MI is open, Mbit/s.
+    fn idle_rate_mbps(&self) -> f64;
+    /// The phase, for telemetry.
+    fn phase_name(&self) -> &'static str;
+
+    /// The rate being sent at, Mbit/s.
+    fn sending_rate_mbps(&self) -> f64 {
+        self.core().monitor.current().map_or(self.idle_rate_mbps(), |(r, _)| mbps(r))
+    }
+
+    /// Takes every MI outcome that is known at `now`, in MI order.
+    fn process_outcomes(&mut self, now: Instant) {
+        let stale = stale_after(self.core().srtt);
+        while let Some(o) = self.core_mut().monitor.pop(now, stale) {
+            self.on_outcome(&o);
+        }
+    }
+}
+
+impl<A: Algorithm> super::CongestionControl for A {
+    fn name(&self) -> &'static str {
+        A::NAME
+    }
+
+    fn on_sent(&mut self, now: Instant, bytes: u64, _in_flight: u64) {
+        self.process_outcomes(now);
+        if self.core().monitor.due(now, self.mi_len()) {
+            let (rate, tag) = self.next_tagged_mi();
+            self.core_mut().monitor.open(now, from_mbps(rate), tag);
+            self.on_mi_opened();
+        }
+        self.core_mut().monitor.on_sent(now, bytes);
+    }
+
+    fn on_ack(&mut self, now: Instant, ack: &super::AckEvent) {
+        if ack.srtt > Duration::ZERO {
+            self.core_mut().srtt = Some(ack.srtt);
+        }
+        self.process_outcomes(now);
+    }
+
+    fn on_packet_delivered(&mut self, _now: Instant, sent_at: Instant, bytes: u64, rtt: Option<Duration>) {
+        self.core_mut().monitor.on_delivered(sent_at, bytes, rtt);
+    }
+
+    fn on_packet_lost(&mut self, _now: Instant, sent_at: Instant, bytes: u64) {
+        self.core_mut().monitor.on_lost(sent_at, bytes);
+    }
+
+    fn wants_packet_events(&self) -> bool {
+        true
+    }
+
+    fn on_congestion_event(&mut self, _now: Instant, _in_flight: u64) {}
+
+    fn on_recovery_end(&mut self, _now: Instant) {}
+
+    fn on_rto(&mut self, _now: Instant, _in_flight: u64) {}
+
+    fn cwnd(&self) -> u64 {
+        cwnd_for(from_mbps(self.sending_rate_mbps()), self.core().srtt, self.core().mss)
+    }
+
+    fn ssthresh(&self) -> u64 {
+        u64::MAX
+    }
+
+    fn pacing_rate(&self) -> Option<Bps> {
+        Some(from_mbps(self.sending_rate_mbps()))
+    }
+
+    fn state(&self) -> &'static str {
+        self.phase_name()
+    }
+
+    fn owns_recovery_window(&self) -> bool {
+        true
+    }
+}
+
 /// (Tests) Drives `cc` on a fluid path for `secs` seconds: 1000-byte segments paced at the
 /// controller's rate, each delivered (with an RTT sample of `rtt`) or lost one `rtt` after it left,
 /// a fraction `loss(rate_mbps)` of them lost (spread evenly). Returns the time reached.

@@ -24,9 +24,8 @@
 //! timeouts do not change the rate directly: they only enter the utility. The window is a cap twice
 //! rate · SRTT ([`super::pcc`]), and the controller keeps it through recovery.
 
-use super::pcc::{self, MiOutcome, Monitor};
-use super::{AckEvent, CongestionControl};
-use leoguard_core::{Bps, Duration, Instant, RngStream};
+use super::pcc::{self, MiOutcome};
+use leoguard_core::{Duration, RngStream};
 
 /// Allegro's sigmoid steepness α.
 pub const ALPHA: f64 = 100.0;
@@ -58,7 +57,7 @@ pub enum Phase {
 
 /// What an MI was for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Role {
+pub(crate) enum Role {
     Start,
     /// Trial k of the four.
     Trial(u8),
@@ -69,7 +68,7 @@ enum Role {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Tag {
+pub(crate) struct Tag {
     epoch: u32,
     role: Role,
 }
@@ -77,10 +76,8 @@ struct Tag {
 /// The PCC Allegro controller.
 #[derive(Clone, Debug)]
 pub struct Allegro {
-    mss: u64,
-    monitor: Monitor<Tag>,
+    core: pcc::Core<Tag>,
     rng: RngStream,
-    srtt: Option<Duration>,
     phase: Phase,
     epoch: u32,
     /// The rate the next filler (or, starting, the next doubling) builds on, Mbit/s.
@@ -116,10 +113,8 @@ impl Allegro {
     pub fn with_seed(mss: u64, _init_cwnd_segments: u64, seed: u64) -> Allegro {
         let mss = mss.max(1);
         Allegro {
-            mss,
-            monitor: Monitor::default(),
+            core: pcc::Core::new(mss),
             rng: leoguard_core::stream(seed, "cc/pcc-allegro"),
-            srtt: None,
             phase: Phase::Starting,
             epoch: 0,
             rate: (2 * mss * 8) as f64 / pcc::DEFAULT_RTT.as_secs_f64() / 1e6,
@@ -145,7 +140,7 @@ impl Allegro {
 
     /// The rate being sent at, Mbit/s.
     pub fn rate_mbps(&self) -> f64 {
-        self.monitor.current().map_or(self.rate, |(r, _)| pcc::mbps(r))
+        pcc::Algorithm::sending_rate_mbps(self)
     }
 
     /// ε of the current (or next) trials.
@@ -174,8 +169,8 @@ impl Allegro {
 
     /// The lowest rate: 2 MSS per RTT.
     fn min_rate(&self) -> f64 {
-        let rtt = self.srtt.unwrap_or(pcc::DEFAULT_RTT).as_secs_f64().max(1e-6);
-        (2 * self.mss * 8) as f64 / rtt / 1e6
+        let rtt = self.core.srtt.unwrap_or(pcc::DEFAULT_RTT).as_secs_f64().max(1e-6);
+        (2 * self.core.mss * 8) as f64 / rtt / 1e6
     }
 
     /// Starts a round of four trials around `rate` with `eps`.
@@ -295,87 +290,59 @@ impl Allegro {
         }
     }
 
-    fn process_outcomes(&mut self, now: Instant) {
-        let stale = pcc::stale_after(self.srtt);
-        while let Some(o) = self.monitor.pop(now, stale) {
-            self.on_outcome(&o);
-        }
-    }
-
     fn mi_duration(&mut self) -> Duration {
-        let rtt = self.srtt.unwrap_or(pcc::DEFAULT_RTT);
+        let rtt = self.core.srtt.unwrap_or(pcc::DEFAULT_RTT);
         Duration::from_secs_f64(rtt.as_secs_f64() * self.rng.uniform_range(MI_RTTS.0, MI_RTTS.1))
     }
 }
 
-impl CongestionControl for Allegro {
-    fn name(&self) -> &'static str {
-        "pcc-allegro"
+impl pcc::Algorithm for Allegro {
+    type Tag = Tag;
+    const NAME: &'static str = "pcc-allegro";
+
+    fn core(&self) -> &pcc::Core<Tag> {
+        &self.core
     }
 
-    fn on_sent(&mut self, now: Instant, bytes: u64, _in_flight: u64) {
-        self.process_outcomes(now);
-        if self.monitor.due(now, self.mi_len) {
-            let (rate, role) = self.next_mi();
-            self.monitor.open(now, pcc::from_mbps(rate), Tag { epoch: self.epoch, role });
-            self.mi_len = self.mi_duration();
-        }
-        self.monitor.on_sent(now, bytes);
+    fn core_mut(&mut self) -> &mut pcc::Core<Tag> {
+        &mut self.core
     }
 
-    fn on_ack(&mut self, now: Instant, ack: &AckEvent) {
-        if ack.srtt > Duration::ZERO {
-            self.srtt = Some(ack.srtt);
-        }
-        self.process_outcomes(now);
+    fn next_tagged_mi(&mut self) -> (f64, Tag) {
+        let (rate, role) = self.next_mi();
+        (rate, Tag { epoch: self.epoch, role })
     }
 
-    fn on_packet_delivered(&mut self, _now: Instant, sent_at: Instant, bytes: u64, rtt: Option<Duration>) {
-        self.monitor.on_delivered(sent_at, bytes, rtt);
+    fn on_outcome(&mut self, o: &MiOutcome<Tag>) {
+        Allegro::on_outcome(self, o);
     }
 
-    fn on_packet_lost(&mut self, _now: Instant, sent_at: Instant, bytes: u64) {
-        self.monitor.on_lost(sent_at, bytes);
+    fn mi_len(&self) -> Duration {
+        self.mi_len
     }
 
-    fn wants_packet_events(&self) -> bool {
-        true
+    fn on_mi_opened(&mut self) {
+        self.mi_len = self.mi_duration();
     }
 
-    fn on_congestion_event(&mut self, _now: Instant, _in_flight: u64) {}
-
-    fn on_recovery_end(&mut self, _now: Instant) {}
-
-    fn on_rto(&mut self, _now: Instant, _in_flight: u64) {}
-
-    fn cwnd(&self) -> u64 {
-        pcc::cwnd_for(pcc::from_mbps(self.rate_mbps()), self.srtt, self.mss)
+    fn idle_rate_mbps(&self) -> f64 {
+        self.rate
     }
 
-    fn ssthresh(&self) -> u64 {
-        u64::MAX
-    }
-
-    fn pacing_rate(&self) -> Option<Bps> {
-        Some(pcc::from_mbps(self.rate_mbps()))
-    }
-
-    fn state(&self) -> &'static str {
+    fn phase_name(&self) -> &'static str {
         match self.phase {
             Phase::Starting => "starting",
             Phase::Deciding => "decision_making",
             Phase::Adjusting => "rate_adjusting",
         }
     }
-
-    fn owns_recovery_window(&self) -> bool {
-        true
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::CongestionControl;
+    use leoguard_core::{Bps, Instant};
 
     const MSS: u64 = 1000;
 

@@ -22,9 +22,8 @@
 //! stands for the RTT. Loss events and timeouts enter only the utility; the window is a cap of twice
 //! rate · SRTT, kept through recovery.
 
-use super::pcc::{self, MiOutcome, Monitor};
-use super::{AckEvent, CongestionControl};
-use leoguard_core::{Bps, Duration, Instant, RngStream};
+use super::pcc::{self, MiOutcome};
+use leoguard_core::{Duration, RngStream};
 
 /// The utility's rate exponent t.
 pub const EXPONENT: f64 = 0.9;
@@ -93,7 +92,7 @@ pub enum Phase {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Role {
+pub(crate) enum Role {
     Start,
     /// Probe k of the six.
     Probe(u8),
@@ -104,7 +103,7 @@ enum Role {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Tag {
+pub(crate) struct Tag {
     epoch: u32,
     role: Role,
 }
@@ -112,10 +111,8 @@ struct Tag {
 /// The PCC Vivace controller.
 #[derive(Clone, Debug)]
 pub struct Vivace {
-    mss: u64,
-    monitor: Monitor<Tag>,
+    core: pcc::Core<Tag>,
     rng: RngStream,
-    srtt: Option<Duration>,
     phase: Phase,
     epoch: u32,
     /// The rate fillers (and, starting, the next doubling) build on, Mbit/s.
@@ -149,10 +146,8 @@ impl Vivace {
         let mss = mss.max(1);
         let start = (init_cwnd_segments.max(1) * mss * 8) as f64 / pcc::DEFAULT_RTT.as_secs_f64() / 1e6;
         Vivace {
-            mss,
-            monitor: Monitor::default(),
+            core: pcc::Core::new(mss),
             rng: leoguard_core::stream(seed, "cc/pcc-vivace"),
-            srtt: None,
             phase: Phase::Starting,
             epoch: 0,
             rate: start.max(MIN_RATE_MBPS),
@@ -178,7 +173,7 @@ impl Vivace {
 
     /// The rate being sent at, Mbit/s.
     pub fn rate_mbps(&self) -> f64 {
-        self.monitor.current().map_or(self.rate, |(r, _)| pcc::mbps(r))
+        pcc::Algorithm::sending_rate_mbps(self)
     }
 
     /// The latest utility gradient (utility per Mbit/s) and rate step (Mbit/s).
@@ -298,83 +293,52 @@ impl Vivace {
         self.k = 0;
         self.step(self.rate, mean_u, sum / n);
     }
-
-    fn process_outcomes(&mut self, now: Instant) {
-        let stale = pcc::stale_after(self.srtt);
-        while let Some(o) = self.monitor.pop(now, stale) {
-            self.on_outcome(&o);
-        }
-    }
 }
 
-impl CongestionControl for Vivace {
-    fn name(&self) -> &'static str {
-        "pcc-vivace"
+impl pcc::Algorithm for Vivace {
+    type Tag = Tag;
+    const NAME: &'static str = "pcc-vivace";
+
+    fn core(&self) -> &pcc::Core<Tag> {
+        &self.core
     }
 
-    fn on_sent(&mut self, now: Instant, bytes: u64, _in_flight: u64) {
-        self.process_outcomes(now);
+    fn core_mut(&mut self) -> &mut pcc::Core<Tag> {
+        &mut self.core
+    }
+
+    fn next_tagged_mi(&mut self) -> (f64, Tag) {
+        let (rate, role) = self.next_mi();
+        (rate, Tag { epoch: self.epoch, role })
+    }
+
+    fn on_outcome(&mut self, o: &MiOutcome<Tag>) {
+        Vivace::on_outcome(self, o);
+    }
+
+    fn mi_len(&self) -> Duration {
         // One MI per RTT.
-        if self.monitor.due(now, self.srtt.unwrap_or(pcc::DEFAULT_RTT)) {
-            let (rate, role) = self.next_mi();
-            self.monitor.open(now, pcc::from_mbps(rate), Tag { epoch: self.epoch, role });
-        }
-        self.monitor.on_sent(now, bytes);
+        self.core.srtt.unwrap_or(pcc::DEFAULT_RTT)
     }
 
-    fn on_ack(&mut self, now: Instant, ack: &AckEvent) {
-        if ack.srtt > Duration::ZERO {
-            self.srtt = Some(ack.srtt);
-        }
-        self.process_outcomes(now);
+    fn idle_rate_mbps(&self) -> f64 {
+        self.rate
     }
 
-    fn on_packet_delivered(&mut self, _now: Instant, sent_at: Instant, bytes: u64, rtt: Option<Duration>) {
-        self.monitor.on_delivered(sent_at, bytes, rtt);
-    }
-
-    fn on_packet_lost(&mut self, _now: Instant, sent_at: Instant, bytes: u64) {
-        self.monitor.on_lost(sent_at, bytes);
-    }
-
-    fn wants_packet_events(&self) -> bool {
-        true
-    }
-
-    fn on_congestion_event(&mut self, _now: Instant, _in_flight: u64) {}
-
-    fn on_recovery_end(&mut self, _now: Instant) {}
-
-    fn on_rto(&mut self, _now: Instant, _in_flight: u64) {}
-
-    fn cwnd(&self) -> u64 {
-        pcc::cwnd_for(pcc::from_mbps(self.rate_mbps()), self.srtt, self.mss)
-    }
-
-    fn ssthresh(&self) -> u64 {
-        u64::MAX
-    }
-
-    fn pacing_rate(&self) -> Option<Bps> {
-        Some(pcc::from_mbps(self.rate_mbps()))
-    }
-
-    fn state(&self) -> &'static str {
+    fn phase_name(&self) -> &'static str {
         match self.phase {
             Phase::Starting => "starting",
             Phase::Probing => "probing",
             Phase::Moving => "moving",
         }
     }
-
-    fn owns_recovery_window(&self) -> bool {
-        true
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::CongestionControl;
+    use leoguard_core::Instant;
 
     const MSS: u64 = 1000;
 
