@@ -464,6 +464,10 @@ class Scenario(_Model):
         }
         if t.queue_bytes is not None:
             topo["queue_bytes"] = t.queue_bytes
+        if t.gsl_downlink_rate_mbps is not None:
+            topo["gsl_downlink_rate_bps"] = round(t.gsl_downlink_rate_mbps * 1e6)
+        if t.gsl_pass is not None:
+            topo["gsl_pass"] = t.gsl_pass.core()
         sat_names = c.satellites()["sat"].to_list()
         names = ground_names + [h["name"] for h in hosts] + sat_names
         return {

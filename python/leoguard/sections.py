@@ -65,7 +65,8 @@ class Tcp(_Model):
     """The simulator's TCP loss recovery (docs/tcp.md) for bulk and fixed-size flows: `recovery` picks
     the base, "linux" (RACK-TLP with the adaptive reordering window, DSACK, undo, F-RTO, PRR, growth only
     while cwnd-limited: kernel 5.x/6.x defaults) or "legacy" (the earlier model: DupThresh, no probes,
-    no undo); each mechanism can then be switched on or off by name. On the emulator, flows on the
+    no undo); each mechanism can then be switched on or off by name (`hystart`: CUBIC's early slow-start
+    exit, on in both). On the emulator, flows on the
     kernel's TCP ignore this section; flows on leoguard's own (`stack = "leoguard"`) take it."""
 
     recovery: Literal["linux", "legacy"] = "linux"
@@ -77,6 +78,7 @@ class Tcp(_Model):
     prr: bool | None = None
     cwnd_limited: bool | None = None
     quickack: bool | None = None
+    hystart: bool | None = None
 
 
 class Mpep(_Model):

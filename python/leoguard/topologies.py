@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from leoguard import _core
 from leoguard.errors import LeoguardError
@@ -184,7 +184,7 @@ class TwoPath(_Model):
 
 
 #: How the global schedule picks a slot's satellite (the Rust core's SLOT_CRITERIA; see
-#: docs/constellation.md). `path-aware` needs a peer, so only a leo-path topology can use it.
+#: docs/constellation.md). `path-aware` needs a peer: a leo-path topology, or a constellation of two places.
 SlotCriterion = Literal["highest-elevation", "nearest", "path-aware"]
 
 
@@ -195,6 +195,22 @@ class Host(_Model):
     ground: str
     rate_mbps: float = Field(default=10_000.0, gt=0, le=MAX_LINK_RATE_MBPS)
     delay_ms: float = Field(default=1.0, ge=0)
+
+
+class GslPass(_Model):
+    """A ground-satellite link's capacity over each satellite pass (LEOTP's Starlink experiment): a
+    parabola from `edge_fraction` of the GSL rate at the pass's ends (the handovers) to the full rate
+    mid-pass, held `step_s` at a time, plus `alternate_mbps` on even steps of the run and minus it on
+    odd ones. A pass is the time one satellite serves a ground node without a handover."""
+
+    edge_fraction: float = Field(default=0.5, gt=0, le=1)
+    alternate_mbps: float = Field(default=0.0, ge=0)
+    step_s: float = Field(default=1.0, ge=0.001, le=3600)
+
+    def core(self) -> dict[str, Any]:
+        """The Rust core's `gsl_pass` dict."""
+        return {"edge_fraction": self.edge_fraction, "alternate_bps": round(self.alternate_mbps * 1e6),
+                "step_s": self.step_s}  # fmt: skip
 
 
 class ConstellationTopology(_Model):
@@ -210,35 +226,43 @@ class ConstellationTopology(_Model):
     ground_stations: list[str] = Field(default_factory=list)
     top_cities: int = Field(default=0, ge=0, le=1000)
     hosts: list[Host] = Field(default_factory=list)
-    policy: Literal["global-schedule", "nearest"] = "global-schedule"
+    policy: Literal["global-schedule", "nearest", "best-path"] = "global-schedule"
     slot_criterion: SlotCriterion = "highest-elevation"
     step_s: float = Field(default=0.1, gt=0)
     min_elevation_deg: float = Field(default=25.0, ge=0, le=90)
     interruption: str = "uniform"
     gsl_rate_mbps: float = Field(gt=0, le=MAX_LINK_RATE_MBPS)
+    gsl_downlink_rate_mbps: float | None = Field(default=None, gt=0, le=MAX_LINK_RATE_MBPS)
+    gsl_pass: GslPass | None = None
     isl_rate_mbps: float = Field(gt=0, le=MAX_LINK_RATE_MBPS)
     queue_bytes: int | None = Field(default=None, gt=0)
     gsl_loss: Loss | None = None
     isl_loss: Loss | None = None
 
-    @field_validator("slot_criterion")
-    @classmethod
-    def _per_terminal(cls, v: str) -> str:
-        # Every ground node attaches on its own here (the connectivity cache has no peer).
-        if v == "path-aware":
-            raise ValueError(
-                "path-aware depends on the peer's path, and a whole constellation's ground nodes attach "
-                "without one: use highest-elevation or nearest, or a leo-path topology"
-            )
-        return v
-
     @model_validator(mode="after")
     def _some_ground(self) -> ConstellationTopology:
         if not self.ground and self.top_cities == 0:
             raise ValueError("give ground places (ground = [...]) and/or top_cities = N")
+        joint = self.policy == "best-path" or (self.policy == "global-schedule" and self.slot_criterion == "path-aware")
+        if joint and (self.top_cities or len(self.ground) != 2):
+            # A pair is attached jointly (each end's satellite chosen for the path between them); more
+            # places attach each on its own (the connectivity cache has no peer).
+            what = "policy = 'best-path'" if self.policy == "best-path" else "slot_criterion = 'path-aware'"
+            raise ValueError(
+                f"{what} attaches a pair of places jointly, so it needs exactly 2 ground places and no "
+                "top_cities: with more, use highest-elevation or nearest"
+            )
         unknown = [g for g in self.ground_stations if g not in self.ground]
         if unknown:
             raise ValueError(f"ground_stations must name places listed in ground, not {unknown}")
+        if self.gsl_pass is not None:
+            low = min(self.gsl_rate_mbps, self.gsl_downlink_rate_mbps or self.gsl_rate_mbps)
+            if self.gsl_pass.alternate_mbps >= self.gsl_pass.edge_fraction * low:
+                raise ValueError(
+                    f"gsl_pass.alternate_mbps = {self.gsl_pass.alternate_mbps} must be below edge_fraction x "
+                    f"the smaller GSL rate ({self.gsl_pass.edge_fraction * low:g} Mbit/s), or a pass's "
+                    "capacity would reach zero"
+                )
         return self
 
     def places(self) -> list[Any]:

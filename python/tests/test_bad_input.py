@@ -210,3 +210,26 @@ def test_the_link_rate_bound_is_the_cores_10_tbit_s(tmp_path):
     f.write_text(f.read_text().replace("rate_mbps = 1e7", "rate_mbps = 1e12"))
     with pytest.raises(LeoguardError, match=r"links\.0\.rate_mbps: .* \(got 1000000000000\.0\)"):
         load_scenario(f)
+
+
+@pytest.mark.parametrize(
+    ("gsl_pass", "words"),
+    [
+        ({"edge_fraction": 0}, r"topology\.constellation\.gsl_pass\.edge_fraction: .*greater than 0"),
+        ({"edge_fraction": 1.5}, r"topology\.constellation\.gsl_pass\.edge_fraction: .*less than or equal to 1"),
+        ({"step_s": 0}, r"topology\.constellation\.gsl_pass\.step_s: .*greater than or equal to 0\.001"),
+        ({"alternate_mbps": -1}, r"topology\.constellation\.gsl_pass\.alternate_mbps: .*greater than or equal to 0"),
+        ({"alternate_mbps": 5}, r"gsl_pass\.alternate_mbps = 5\.0 must be below edge_fraction x the smaller GSL rate"),
+        ({"edge": 0.5}, r"topology\.constellation\.gsl_pass\.edge: .*[Ee]xtra inputs"),
+    ],
+)  # fmt: skip
+def test_a_bad_gsl_pass_profile_is_refused_naming_the_field(gsl_pass, words):
+    from leoguard.scenario import from_dict
+
+    spec = {
+        "duration_s": 1.0,
+        "flows": [{"kind": "tcp", "src": 0, "dst": 0}],
+        "topology": CONSTELLATION | {"gsl_pass": gsl_pass},
+    }
+    with pytest.raises(LeoguardError, match=words):
+        from_dict(spec)

@@ -169,3 +169,21 @@ def test_leo_path_rules():
         )  # fmt: skip
     with pytest.raises(LeoguardError, match="unknown city"):
         simulate(leo(a="Qwxzville"))
+
+
+def test_the_tcp_sections_switches_are_the_cores_and_hystart_is_one():
+    from leoguard import _core
+    from leoguard.emu.transport import recovery_spec
+    from leoguard.sections import Tcp
+
+    assert set(Tcp.model_fields) - {"recovery"} == set(_core.TCP_SWITCHES)
+    d = {"duration_s": 5, "topology": {"kind": "chain", "hops": 2, "rate_mbps": 100, "delay_ms": 25,
+         "queue_packets": 2000}, "flows": [{"kind": "tcp", "src": 0, "dst": 2, "cc": "cubic"}]}  # fmt: skip
+    retx = {}
+    for on in (True, False):
+        sc = from_dict(d | {"tcp": {"hystart": on}})
+        retx[on] = simulate(sc).flows.row(0, named=True)["retransmissions"]
+        assert recovery_spec(sc) == f"linux,hystart={'on' if on else 'off'}"
+    # HyStart's ACK-train test ends slow start before the 2000-packet queue overflows; without it slow
+    # start runs into the queue and loses a window's worth.
+    assert retx[True] == 0 and retx[False] > 1000, retx

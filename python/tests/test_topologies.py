@@ -94,9 +94,13 @@ def test_constellation_topology_rules():
     with pytest.raises(LeoguardError, match=r"flows\[0\].dst = 'Lima' is not a node name"):
         from_dict(base)
     base["flows"][0]["dst"] = "London"
+    # A pair is attached jointly by best-path; three places cannot be.
     base["topology"]["policy"] = "best-path"
-    with pytest.raises(LeoguardError, match=r"topology\.constellation\.policy"):
+    from_dict(base)
+    base["topology"]["ground"] = ["New York", "London", "Paris"]
+    with pytest.raises(LeoguardError, match=r"topology\.constellation: .*policy = 'best-path' attaches a pair"):
         from_dict(base)
+    base["topology"]["ground"] = ["New York", "London"]
     base["topology"]["policy"] = "nearest"
     base["topology"]["hosts"] = [{"name": "srv", "ground": "Paris"}]
     with pytest.raises(LeoguardError, match=r"hosts\[0\].ground = 'Paris' is not one of the ground places"):

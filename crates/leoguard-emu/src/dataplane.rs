@@ -565,6 +565,7 @@ impl DataPlane {
                     _ => l.set_delay(delay),
                 }
             }
+            Control::Rate { link, rate } => self.net.links[link.0 as usize].set_rate(rate),
             Control::State { link, up } => self.set_state(link, up),
         }
     }

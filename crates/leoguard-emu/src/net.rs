@@ -133,4 +133,61 @@ mod tests {
         assert_eq!(net.links[2].rate_schedule(), Some(&wave));
         assert_eq!(net.links[2].peak_rate(), Bps::mbps(11));
     }
+
+    #[test]
+    fn a_constellation_gsl_pass_profile_reaches_the_emulated_links() {
+        // The GSL capacity over a pass is scheduled by leoguard-net's constellation code as `Rate`
+        // controls, which the data plane applies to the shared link model as the simulator does.
+        use leoguard_net::topo::constellation::{ConstellationTopo, GslPass};
+        use leoguard_orbit::{Constellation, GroundNode, InterruptionModel, Policy, Role, TimelineOptions};
+        let pass = GslPass { edge_fraction: 0.5, alternate: Bps(500_000), step: Duration::from_secs(1) };
+        let topo = ConstellationTopo {
+            constellation: std::sync::Arc::new(Constellation::preset("starlink-shell1").unwrap()),
+            grounds: vec![
+                GroundNode::new("New York", 40.71, -74.01, 0.0, Role::Terminal).unwrap(),
+                GroundNode::new("London", 51.51, -0.13, 0.0, Role::Terminal).unwrap(),
+            ],
+            hosts: vec![],
+            options: TimelineOptions {
+                duration_s: 40.0,
+                step_s: 1.0,
+                min_elevation_deg: 25.0,
+                policy: Policy::starlink(leoguard_orbit::constellation::DEFAULT_EPOCH_UNIX_S),
+                interruption: InterruptionModel::None,
+                seed: 1,
+            },
+            gsl_rate: Bps::mbps(10),
+            gsl_down_rate: Some(Bps::mbps(20)),
+            gsl_pass: Some(pass),
+            isl_rate: Bps::mbps(20),
+            queue: QueueLimit::Packets(100),
+            gsl_loss: LossSpec::None,
+            isl_loss: LossSpec::None,
+        };
+        let mut net = EmuNet::new(topo.node_count(), 1);
+        let info = topo.install(&mut net, &[0, 1]).expect("valid");
+        let h: Vec<_> = info.handovers.iter().filter(|h| h.ground == NodeId(1)).collect();
+        assert!(h.len() >= 2, "London hands over twice in 40 s");
+        let (start, end) = (h[0].t, h[1].t);
+        let (start_s, end_s) = (start.as_nanos() as f64 / 1e9, end.as_nanos() as f64 / 1e9);
+        // London's uplink and downlink on the satellite it takes at the first handover.
+        let down = h[0].new_down;
+        let up = LinkId(down.0 - 1);
+        assert_eq!((net.links[up.0 as usize].from, net.links[up.0 as usize].to), (NodeId(1), h[0].to));
+        // Apply the scheduled batches (by time, then order) up to each whole second of the pass.
+        let mut batches = net.scheduled.clone();
+        batches.sort_by_key(|b| b.0);
+        for k in (start_s.ceil() as u64)..(end_s.floor() as u64) {
+            for (_, actions) in batches.iter().filter(|b| b.0 <= Instant(k * 1_000_000_000)) {
+                for a in actions {
+                    if let Control::Rate { link, rate } = *a {
+                        net.links[link.0 as usize].set_rate(rate);
+                    }
+                }
+            }
+            let at = Instant(k * 1_000_000_000);
+            assert_eq!(net.links[up.0 as usize].rate_at(at), pass.rate(Bps::mbps(10), k, start_s, end_s), "{k}");
+            assert_eq!(net.links[down.0 as usize].rate_at(at), pass.rate(Bps::mbps(20), k, start_s, end_s), "{k}");
+        }
+    }
 }

@@ -191,6 +191,12 @@ impl<P: Copy> Link<P> {
         self.loss = Some(loss);
     }
 
+    /// Sets the constant capacity for packets that start serialising from now on (the one being
+    /// serialised keeps its rate; a link with a rate schedule keeps following it).
+    pub fn set_rate(&mut self, rate: Bps) {
+        self.rate = rate;
+    }
+
     /// Makes the capacity follow `schedule` from now on (`None`: the constant `rate` again).
     pub fn set_rate_schedule(&mut self, schedule: Option<RateSchedule>) {
         self.schedule = schedule.map(Box::new);

@@ -6,7 +6,7 @@ use leoguard_core::{Bps, Duration, Instant};
 use leoguard_net::RateSchedule;
 use leoguard_proto::satguard::hop::HopSenderStats;
 use leoguard_sim::capture::CaptureSpec;
-use leoguard_sim::constellation::{ConstellationTopo, HostSpec};
+use leoguard_sim::constellation::{ConstellationTopo, GslPass, HostSpec};
 use leoguard_sim::engine::QueueLimit;
 use leoguard_sim::leo::{LeoInterruption, LeoPath, LeoStep};
 use leoguard_sim::loss::{parse_plr_csv, LossSpec};
@@ -430,6 +430,15 @@ fn constellation(d: &Bound<'_, PyDict>, duration_s: f64) -> PyResult<Constellati
         hosts,
         options: o,
         gsl_rate: Bps(need(d, "gsl_rate_bps")?),
+        gsl_down_rate: get::<u64>(d, "gsl_downlink_rate_bps")?.map(Bps),
+        gsl_pass: match get::<Bound<'_, PyDict>>(d, "gsl_pass")? {
+            None => None,
+            Some(p) => Some(GslPass {
+                edge_fraction: need(&p, "edge_fraction")?,
+                alternate: Bps(need(&p, "alternate_bps")?),
+                step: secs("topology.gsl_pass.step_s", need(&p, "step_s")?)?,
+            }),
+        },
         isl_rate: Bps(need(d, "isl_rate_bps")?),
         queue,
         gsl_loss: loss(get(d, "gsl_loss")?, "topology.gsl_loss")?,
@@ -725,6 +734,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TC_DELAY_SENSITIVE", leoguard_sim::schemes::satguard::TC_DELAY_SENSITIVE)?;
     m.add("MAX_LINK_RATE_BPS", leoguard_net::topo::MAX_LINK_RATE.0)?;
     m.add("MAX_SCHEDULE_STEPS", leoguard_net::topo::MAX_SCHEDULE_STEPS)?;
+    // The `[tcp]` section's switches by name (the emulator's leoguard stack passes them on).
+    m.add("TCP_SWITCHES", leoguard_proto::tcp::Recovery::NAMES.to_vec())?;
     m.add("CONGESTION_CONTROLS", leoguard_proto::cc::ALGORITHMS.to_vec())?;
     Ok(())
 }

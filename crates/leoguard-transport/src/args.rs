@@ -24,7 +24,7 @@ usage: leoguard-transport send --to ADDR:PORT --cc NAME (--bytes N | --seconds S
               the defaults. send: with --cc startcp; recv: runs the Handover Manager
   --bytes     a transfer of N bytes (suffixes K, M, G: powers of 1024); --seconds: write for S seconds
   --recovery  linux or legacy, then switches: linux,rack=off,tlp=on (rack tlp dsack undo frto prr
-              cwnd_limited quickack)
+              cwnd_limited quickack hystart)
   --mss       payload bytes per datagram (default: a 1500-byte path: 1426 over IPv6, 1446 over IPv4)
   --timeout   give up after S seconds (send: default S + 10 with --seconds, none with --bytes;
               recv: default none)

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from leoguard import _core
 from leoguard.errors import LeoguardError
 from leoguard.scenario import Flow, Scenario
 from leoguard.sections import STARTCP_WEIGHTS, Startcp
@@ -81,7 +82,7 @@ def recovery_spec(scenario: Scenario) -> str:
     t = scenario.tcp
     if t is None:
         return "linux"
-    switches = [(k, getattr(t, k)) for k in ("rack", "tlp", "dsack", "undo", "frto", "prr", "cwnd_limited", "quickack")]
+    switches = [(k, getattr(t, k)) for k in _core.TCP_SWITCHES]
     return ",".join([t.recovery] + [f"{k}={'on' if v else 'off'}" for k, v in switches if v is not None])
 
 

@@ -20,8 +20,14 @@ def _plt() -> Any:
     return plt
 
 
+def _variant(r: dict[str, Any]) -> str:
+    """Table II's variant, with the mid-node fraction when it is not every node."""
+    mid = r.get("mid_nodes")
+    return f"{r['variant']}, {mid:.0%} mid" if isinstance(mid, float) else r["variant"]
+
+
 def _label(r: dict[str, Any]) -> str:
-    return f"leotp-{r['variant']}" if r["variant"] else r["scheme"]
+    return f"leotp-{_variant(r)}" if r["variant"] else r["scheme"]
 
 
 def write_figures(
@@ -175,7 +181,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         if r["experiment"] == "fig11":
             case += f", sent/delivered {r['sent_ratio']} (paper {_fmt(r.get('paper_sent_ratio'), 3)})"
         lines.append(
-            f"| {r['experiment']} | {case} | {r['scheme']} | {r['variant'] or '-'} | {_fmt(r['throughput_mbps'])} | "
+            f"| {r['experiment']} | {case} | {r['scheme']} | {_variant(r) if r['variant'] else '-'} | "
+            f"{_fmt(r['throughput_mbps'])} | "
             f"{_fmt(r['paper_throughput_mbps'])} | {_fmt(r['diff_pct'], 1)} | {_fmt(r['owd_ms'], 1)} | "
             f"{_fmt(r['paper_owd_ms'], 1)} |"
         )

@@ -20,8 +20,8 @@ use leoguard_core::{Bps, Duration, Instant};
 use leoguard_orbit::attach::Slot;
 use leoguard_orbit::geo::{distance, light_delay_s, Vec3};
 use leoguard_orbit::routing::{Dijkstra, SnapshotGraph, NONE};
-use leoguard_orbit::timeline::attachment_schedule;
-use leoguard_orbit::{Constellation, GroundNode, OrbitError, Policy, Role, TimelineOptions};
+use leoguard_orbit::timeline::{attachment_schedule, path_timeline};
+use leoguard_orbit::{Constellation, GroundNode, OrbitError, Role, TimelineOptions};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -116,8 +116,12 @@ pub struct ConstellationTopo {
     /// Routing step, attachment policy, interruption model, minimum elevation, seed (its duration is
     /// the run's).
     pub options: TimelineOptions,
-    /// Capacity of each ground-satellite link direction.
+    /// Capacity of each ground-satellite link direction (the uplink's, when `gsl_down_rate` is set).
     pub gsl_rate: Bps,
+    /// Capacity of each satellite-to-ground direction, if not `gsl_rate`.
+    pub gsl_down_rate: Option<Bps>,
+    /// GSL capacity over each satellite pass (LEOTP's Starlink experiment), if not constant.
+    pub gsl_pass: Option<GslPass>,
     /// Capacity of each ISL direction.
     pub isl_rate: Bps,
     /// Queue limit of every link direction.
@@ -126,6 +130,36 @@ pub struct ConstellationTopo {
     pub gsl_loss: LossSpec,
     /// Loss on ISLs.
     pub isl_loss: LossSpec,
+}
+
+/// A ground-satellite link's capacity over a pass (the time one satellite serves a ground node
+/// without a handover): a parabola from `edge_fraction` of the nominal rate at the pass's ends to the
+/// full rate mid-pass, held for `step` at a time and evaluated at the middle of each step, plus
+/// `alternate` on even steps and minus it on odd ones (steps are counted from t = 0 of the run, so
+/// the sign alternates each step whichever pass is on).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GslPass {
+    /// Capacity at the pass's start and end as a fraction of the nominal rate, in (0, 1].
+    pub edge_fraction: f64,
+    /// Added on even steps and subtracted on odd ones; below `edge_fraction` times the smaller GSL
+    /// rate.
+    pub alternate: Bps,
+    /// How long each capacity holds, 1 ms to 1 h.
+    pub step: Duration,
+}
+
+impl GslPass {
+    /// The capacity of a link of nominal rate `rate` during step `k` (time `[k step, (k+1) step)`) of
+    /// a pass from `start_s` to `end_s`, seconds.
+    pub fn rate(&self, rate: Bps, k: u64, start_s: f64, end_s: f64) -> Bps {
+        let step_s = self.step.as_secs_f64();
+        let (a, b) = ((k as f64 * step_s).max(start_s), ((k + 1) as f64 * step_s).min(end_s));
+        let half = ((end_s - start_s) / 2.0).max(f64::MIN_POSITIVE);
+        let x = (((a + b) / 2.0 - start_s) / half - 1.0).clamp(-1.0, 1.0);
+        let fraction = self.edge_fraction + (1.0 - self.edge_fraction) * (1.0 - x * x);
+        let wave = if k % 2 == 0 { self.alternate.0 as f64 } else { -(self.alternate.0 as f64) };
+        Bps((rate.0 as f64 * fraction + wave).round().max(1.0) as u64)
+    }
 }
 
 /// Problems with a constellation topology.
@@ -193,17 +227,48 @@ impl ConstellationTopo {
         if self.grounds.is_empty() {
             return Err(TopoError::Invalid { field: "ground", reason: "needs at least one ground node".into() });
         }
-        if self.options.policy == Policy::BestPath {
+        if self.options.policy.needs_peer() && self.grounds.len() != 2 {
             return Err(TopoError::Invalid {
                 field: "policy",
-                reason: "best-path depends on a peer; a whole constellation needs a per-terminal policy \
-                         (global-schedule or nearest)"
-                    .into(),
+                reason: format!(
+                    "best-path and path-aware attach a pair of places jointly, so they need exactly 2 ground \
+                     places (found {}); more places need a per-terminal policy (global-schedule with \
+                     highest-elevation or nearest, or nearest)",
+                    self.grounds.len()
+                ),
             });
         }
         for (field, r) in [("gsl_rate_bps", self.gsl_rate), ("isl_rate_bps", self.isl_rate)] {
             if r.0 == 0 {
                 return Err(TopoError::Invalid { field, reason: "must be > 0".into() });
+            }
+        }
+        if self.gsl_down_rate.is_some_and(|r| r.0 == 0) {
+            return Err(TopoError::Invalid { field: "gsl_downlink_rate_bps", reason: "must be > 0".into() });
+        }
+        if let Some(p) = &self.gsl_pass {
+            if !(p.edge_fraction > 0.0 && p.edge_fraction <= 1.0) {
+                return Err(TopoError::Invalid {
+                    field: "gsl_pass.edge_fraction",
+                    reason: format!("{} must be in (0, 1]", p.edge_fraction),
+                });
+            }
+            if !(1_000_000..=3_600_000_000_000).contains(&p.step.as_nanos()) {
+                return Err(TopoError::Invalid {
+                    field: "gsl_pass.step_s",
+                    reason: format!("{} must be in [0.001, 3600]", p.step.as_secs_f64()),
+                });
+            }
+            let low = self.gsl_rate.0.min(self.gsl_down_rate.unwrap_or(self.gsl_rate).0) as f64 * p.edge_fraction;
+            if p.alternate.0 as f64 >= low {
+                return Err(TopoError::Invalid {
+                    field: "gsl_pass.alternate_bps",
+                    reason: format!(
+                        "{} must be below edge_fraction x the smaller GSL rate ({low:.0} bit/s), or a pass's \
+                         capacity would reach zero",
+                        p.alternate.0
+                    ),
+                });
             }
         }
         for (i, h) in self.hosts.iter().enumerate() {
@@ -239,7 +304,13 @@ impl ConstellationTopo {
         self.validate()?;
         let c = &self.constellation;
         let (g_count, h_count) = (self.grounds.len(), self.hosts.len());
-        let (slots, handovers) = attachment_schedule(c, &self.grounds, &self.options)?;
+        let (slots, handovers) = if self.options.policy.needs_peer() {
+            // A pair attached jointly (validated: two places): the path timeline's connectivity cache.
+            let tl = path_timeline(c, &self.grounds[0], &self.grounds[1], &self.options)?;
+            (tl.slots, tl.handovers)
+        } else {
+            attachment_schedule(c, &self.grounds, &self.options)?
+        };
         let loss = |spec: &LossSpec, field: &'static str| -> Result<_, TopoError> {
             Ok(if *spec == LossSpec::None {
                 None
@@ -267,7 +338,7 @@ impl ConstellationTopo {
             if let std::collections::btree_map::Entry::Vacant(e) = gsl.entry((s.node, s.sat)) {
                 let (g, sat) = (NodeId(s.node), self.sat_node(s.sat));
                 let up = sim.add_link(g, sat, self.gsl_rate, Duration::ZERO, self.queue);
-                let down = sim.add_link(sat, g, self.gsl_rate, Duration::ZERO, self.queue);
+                let down = sim.add_link(sat, g, self.gsl_down_rate(), Duration::ZERO, self.queue);
                 for id in [up, down] {
                     if let Some(m) = loss(&self.gsl_loss, "gsl_loss")? {
                         sim.set_loss(id, m);
@@ -297,6 +368,9 @@ impl ConstellationTopo {
                 let back = vec![Control::State { link: up, up: true }, Control::State { link: down, up: true }];
                 sim.schedule_controls(secs(h.t_s) + Duration::from_secs_f64(h.interruption_s), back);
             }
+        }
+        if let Some(p) = &self.gsl_pass {
+            self.schedule_pass_rates(sim, p, &per_ground, &gsl);
         }
         // Hosts: a terrestrial link pair to their ground node, routed statically.
         let mut host_links = Vec::with_capacity(h_count);
@@ -339,6 +413,51 @@ impl ConstellationTopo {
         };
         sim.set_driver(Box::new(driver), Instant::ZERO);
         Ok(info)
+    }
+
+    /// The satellite-to-ground capacity.
+    pub fn gsl_down_rate(&self) -> Bps {
+        self.gsl_down_rate.unwrap_or(self.gsl_rate)
+    }
+
+    /// Schedules each GSL's capacity over its passes: a pass is a run of slots of one ground node on
+    /// one satellite with no gap between them (a handover to the same satellite is no new pass).
+    fn schedule_pass_rates(
+        &self,
+        sim: &mut impl NetBuilder,
+        p: &GslPass,
+        per_ground: &[Vec<Slot>],
+        gsl: &BTreeMap<(u32, u32), (LinkId, LinkId)>,
+    ) {
+        let step_ns = p.step.as_nanos().max(1);
+        let end_ns = (self.options.duration_s * 1e9).round() as u64;
+        for (g, slots) in per_ground.iter().enumerate() {
+            let mut i = 0;
+            while i < slots.len() {
+                let (sat, start_s) = (slots[i].sat, slots[i].start_s);
+                let mut end_s = slots[i].end_s;
+                while i + 1 < slots.len() && slots[i + 1].sat == sat && (slots[i + 1].start_s - end_s).abs() < 1e-6 {
+                    i += 1;
+                    end_s = slots[i].end_s;
+                }
+                i += 1;
+                let Some(&(up, down)) = gsl.get(&(g as u32, sat)) else { continue };
+                let first = (start_s.max(0.0) * 1e9).round() as u64;
+                let last = ((end_s * 1e9).round() as u64).min(end_ns);
+                let mut k = first / step_ns;
+                while k * step_ns < last {
+                    let at = Instant((k * step_ns).max(first));
+                    sim.schedule_controls(
+                        at,
+                        vec![
+                            Control::Rate { link: up, rate: p.rate(self.gsl_rate, k, start_s, end_s) },
+                            Control::Rate { link: down, rate: p.rate(self.gsl_down_rate(), k, start_s, end_s) },
+                        ],
+                    );
+                    k += 1;
+                }
+            }
+        }
     }
 
     /// The connectivity cache as simulator links, link roles and beam timeouts (see [`TopoInfo`]).

@@ -30,6 +30,14 @@ pub enum Control {
         /// New delay.
         delay: Duration,
     },
+    /// A link's capacity becomes `rate` for packets that start serialising from now on (a GSL's
+    /// capacity over a satellite pass).
+    Rate {
+        /// The link.
+        link: LinkId,
+        /// New capacity.
+        rate: Bps,
+    },
     /// A link goes up or down.
     State {
         /// The link.

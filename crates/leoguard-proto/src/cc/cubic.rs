@@ -275,6 +275,10 @@ impl CongestionControl for Cubic {
         "cubic"
     }
 
+    fn set_hystart(&mut self, on: bool) {
+        self.hystart.enabled = on;
+    }
+
     fn on_sent(&mut self, now: Instant, bytes: u64, in_flight: u64) {
         // Linux `cubictcp_cwnd_event(CA_EVENT_TX_START)`: after an idle period (nothing in flight)
         // shift the epoch by the idle time so the curve does not jump ahead.

@@ -128,6 +128,9 @@ pub trait CongestionControl: Debug + Send {
     /// A segment of `bytes` sent (or last resent) at `sent_at` was marked lost (RACK, DupThresh or the
     /// retransmission timer).
     fn on_packet_lost(&mut self, _now: Instant, _sent_at: Instant, _bytes: u64) {}
+    /// Switches HyStart (slow start's early exit) on or off where the controller has it (CUBIC and
+    /// what is built on it); others ignore it. Called once when the sender is built.
+    fn set_hystart(&mut self, _on: bool) {}
     /// Whether the controller wants [`CongestionControl::on_packet_delivered`] and
     /// [`CongestionControl::on_packet_lost`]; asked once when the sender is built, so window-based
     /// controllers cost nothing per segment.

@@ -56,6 +56,10 @@ impl CongestionControl for Satcp {
         "satcp"
     }
 
+    fn set_hystart(&mut self, on: bool) {
+        self.cubic.set_hystart(on);
+    }
+
     fn on_sent(&mut self, now: Instant, bytes: u64, in_flight: u64) {
         self.cubic.on_sent(now, bytes, in_flight);
     }

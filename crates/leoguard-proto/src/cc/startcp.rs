@@ -76,4 +76,7 @@ impl CongestionControl for StartcpCc {
     fn wants_packet_events(&self) -> bool {
         self.inner.wants_packet_events()
     }
+    fn set_hystart(&mut self, on: bool) {
+        self.inner.set_hystart(on);
+    }
 }

@@ -82,6 +82,9 @@ pub struct Recovery {
     pub cwnd_limited: bool,
     /// The receiver ACKs every segment for its first 16 (Linux's quick-ACK mode at the start).
     pub quickack: bool,
+    /// HyStart leaves slow start early on a delay increase or a long ACK train (CUBIC's, Linux's
+    /// default; on in the older model too, which always had it).
+    pub hystart: bool,
 }
 
 impl Recovery {
@@ -98,6 +101,7 @@ impl Recovery {
             prr: true,
             cwnd_limited: true,
             quickack: false,
+            hystart: true,
         }
     }
 
@@ -112,11 +116,13 @@ impl Recovery {
             prr: false,
             cwnd_limited: false,
             quickack: false,
+            hystart: true,
         }
     }
 
     /// The switches by name, for configuration ("rack", "tlp", ...).
-    pub const NAMES: [&'static str; 8] = ["rack", "tlp", "dsack", "undo", "frto", "prr", "cwnd_limited", "quickack"];
+    pub const NAMES: [&'static str; 9] =
+        ["rack", "tlp", "dsack", "undo", "frto", "prr", "cwnd_limited", "quickack", "hystart"];
 
     /// Sets the switch called `name`; false if there is none.
     pub fn set(&mut self, name: &str, on: bool) -> bool {
@@ -129,6 +135,7 @@ impl Recovery {
             "prr" => &mut self.prr,
             "cwnd_limited" => &mut self.cwnd_limited,
             "quickack" => &mut self.quickack,
+            "hystart" => &mut self.hystart,
             _ => return false,
         };
         *f = on;

@@ -58,6 +58,9 @@ impl<C: CongestionControl, T: Send + 'static> CongestionControl for Spy<C, T> {
     fn owns_recovery_window(&self) -> bool {
         self.inner.owns_recovery_window()
     }
+    fn set_hystart(&mut self, on: bool) {
+        self.inner.set_hystart(on)
+    }
 }
 
 /// A fixed window, halved on loss (enough to exercise the sender's machinery).
@@ -378,4 +381,33 @@ fn a_restart_continues_the_byte_stream_and_tolerates_acks_beyond_what_it_sent() 
     tx.on_ack(t + Duration::from_millis(20), &Ack { cum: 12 * 1448, rwnd: 1 << 20, ..Default::default() });
     assert_eq!((tx.snd_una(), tx.snd_nxt(), tx.in_flight()), (12 * 1448, 12 * 1448, 0));
     assert_eq!(tx.poll_transmit(t).unwrap().seq, 12 * 1448, "sending goes on from the receiver's point");
+}
+
+/// `[tcp] hystart = false` reaches the controller: the same RTT rise that ends CUBIC's slow start
+/// with HyStart on leaves it in slow start with HyStart off.
+#[test]
+fn the_hystart_switch_reaches_the_controller() {
+    let run = |hystart: bool| {
+        let mut cfg = TcpConfig::default();
+        cfg.recovery.hystart = hystart;
+        let m = u64::from(cfg.mss);
+        let mut tx = TcpSender::new(cfg, Box::new(crate::cc::cubic::Cubic::new(m, 32)), None);
+        let mut now = Instant(1_000_000);
+        for round in 0..4u64 {
+            let mut sent = Vec::new();
+            while let Some(s) = tx.poll_transmit(now) {
+                sent.push(s.seq + u64::from(s.len));
+            }
+            // RTT 100 ms, then 130 ms from the third round; ACKs 3 ms apart (no ACK train).
+            now += Duration::from_millis(if round >= 2 { 130 } else { 100 });
+            for end in sent {
+                now += Duration::from_millis(3);
+                let a = Ack { cum: end, rwnd: u64::MAX / 2, ..Default::default() };
+                tx.on_ack(now, &a);
+            }
+        }
+        tx.cc().state()
+    };
+    assert_ne!(run(true), "slow_start");
+    assert_eq!(run(false), "slow_start");
 }

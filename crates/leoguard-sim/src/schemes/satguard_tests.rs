@@ -39,6 +39,8 @@ fn nyc_lon(satguard: Option<SatguardOptions>, loss: f64) -> Scenario {
             seed: 1,
         },
         gsl_rate: Bps::mbps(1000),
+        gsl_down_rate: None,
+        gsl_pass: None,
         isl_rate: Bps::mbps(1000),
         queue: QueueLimit::Bytes(4_000_000),
         gsl_loss: if loss > 0.0 { LossSpec::Bernoulli { p: loss } } else { LossSpec::None },

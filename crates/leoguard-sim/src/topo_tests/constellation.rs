@@ -35,6 +35,8 @@ fn topo(policy: Policy, interruption: InterruptionModel) -> ConstellationTopo {
             seed: 1,
         },
         gsl_rate: Bps::mbps(100),
+        gsl_down_rate: None,
+        gsl_pass: None,
         isl_rate: Bps::mbps(100),
         queue: QueueLimit::Packets(1000),
         gsl_loss: LossSpec::None,
@@ -104,4 +106,119 @@ fn handover_interruptions_drop_packets_and_best_path_is_refused() {
     assert!(sim.drops.iter().any(|d| d.reason == Some(crate::engine::DropReason::Down)));
     let bad = topo(Policy::BestPath, InterruptionModel::None);
     assert!(bad.validate().unwrap_err().to_string().contains("topology.policy"));
+}
+
+#[test]
+fn gsl_capacity_follows_the_pass_parabola_on_the_packets() {
+    // London's uplink (10 Mbit/s nominal, the only bottleneck) saturated by a 20 Mbit/s CBR flow to
+    // New York: each second of a whole pass delivers what the pass profile gives for that second.
+    let mut t = topo(Policy::starlink(leoguard_orbit::constellation::DEFAULT_EPOCH_UNIX_S), InterruptionModel::None);
+    t.options.duration_s = 40.0;
+    t.options.step_s = 0.5;
+    t.gsl_rate = Bps::mbps(10);
+    t.gsl_down_rate = Some(Bps::mbps(100));
+    let pass = GslPass { edge_fraction: 0.5, alternate: Bps(500_000), step: Duration::from_secs(1) };
+    t.gsl_pass = Some(pass);
+    let mut sim = Sim::new(t.node_count(), 1);
+    let info = t.install(&mut sim, &[0, 1]).unwrap();
+    let lon: Vec<f64> =
+        info.handovers.iter().filter(|h| h.ground == NodeId(1)).map(|h| h.t.as_nanos() as f64 / 1e9).collect();
+    assert!(lon.len() >= 2, "40 s holds a whole pass of London's: {lon:?}");
+    let (start, end) = (lon[0], lon[1]);
+    sim.attach_flow(
+        NodeId(1),
+        0,
+        Box::new(CbrSource {
+            flow: 0,
+            dst: NodeId(0),
+            size: 1250,
+            interval: Duration::from_micros(500),
+            count: 80_000,
+            sent: 0,
+            start: Instant::ZERO,
+            tc: 0,
+        }),
+    );
+    let a = sim.attach_flow(NodeId(0), 0, Box::<Sink>::default());
+    sim.run(Instant(40_000_000_000));
+    let sink = sim.agent_by_id(a).and_then(|x| x.as_any().downcast_ref::<Sink>()).unwrap();
+    let mut per_s = [0u64; 40];
+    for r in &sink.received {
+        per_s[(r.2.as_nanos() / 1_000_000_000) as usize] += 1250 * 8;
+    }
+    // Whole seconds inside the pass, away from its ends (the queue drains across a handover).
+    let mut checked = 0;
+    for k in (start.ceil() as u64 + 1)..(end.floor() as u64 - 1) {
+        let want = pass.rate(t.gsl_rate, k, start, end).0 as f64;
+        let got = per_s[k as usize] as f64;
+        assert!((got - want).abs() < 0.02 * want, "second {k}: {got} bit/s delivered, the profile gives {want}");
+        checked += 1;
+    }
+    assert!(checked >= 10, "{checked} seconds checked");
+    // Its shape: about half the rate next to the handovers, the full rate mid-pass.
+    let edge = pass.rate(t.gsl_rate, start.ceil() as u64, start, end).0 as f64;
+    let mid = pass.rate(t.gsl_rate, ((start + end) / 2.0) as u64, start, end).0 as f64;
+    assert!(edge < 6.5e6 && mid > 9.4e6, "edge {edge}, mid {mid}");
+}
+
+#[test]
+fn a_bad_gsl_pass_is_refused_naming_the_field() {
+    let base = || {
+        let mut t =
+            topo(Policy::starlink(leoguard_orbit::constellation::DEFAULT_EPOCH_UNIX_S), InterruptionModel::None);
+        t.gsl_pass = Some(GslPass { edge_fraction: 0.5, alternate: Bps::mbps(1), step: Duration::from_secs(1) });
+        t
+    };
+    let err = |t: ConstellationTopo| t.validate().unwrap_err().to_string();
+    let mut t = base();
+    t.gsl_pass.as_mut().unwrap().edge_fraction = 0.0;
+    assert!(err(t).contains("topology.gsl_pass.edge_fraction"));
+    let mut t = base();
+    t.gsl_pass.as_mut().unwrap().step = Duration::ZERO;
+    assert!(err(t).contains("topology.gsl_pass.step_s"));
+    let mut t = base();
+    t.gsl_pass.as_mut().unwrap().alternate = Bps::mbps(50);
+    assert!(err(t).contains("topology.gsl_pass.alternate_bps"));
+    let mut t = base();
+    t.gsl_down_rate = Some(Bps(0));
+    assert!(err(t).contains("topology.gsl_downlink_rate_bps"));
+    assert!(base().validate().is_ok());
+}
+
+#[test]
+fn a_pair_attached_by_best_path_takes_the_path_timelines_satellites() {
+    // Two places, each attached jointly with its peer (best-path): the routes follow the path
+    // timeline's path, so each packet's delay is that path's propagation delay, and below what
+    // attaching each end to its own highest satellite gives (which may cross the +Grid far around).
+    let run = |policy: Policy| {
+        let mut t = topo(policy, InterruptionModel::None);
+        t.grounds = vec![
+            GroundNode::new("Beijing", 39.90, 116.40, 0.0, Role::Terminal).unwrap(),
+            GroundNode::new("Hong Kong", 22.32, 114.17, 0.0, Role::Terminal).unwrap(),
+        ];
+        t.hosts.clear();
+        t.options.step_s = 1.0;
+        let mut sim = Sim::new(t.node_count(), 1);
+        t.install(&mut sim, &[0, 1]).unwrap();
+        sim.attach_flow(NodeId(0), 0, cbr(0, 1, Instant::ZERO));
+        let a = sim.attach_flow(NodeId(1), 0, Box::<Sink>::default());
+        sim.run(Instant(20_000_000_000));
+        let sink = sim.agent_by_id(a).and_then(|x| x.as_any().downcast_ref::<Sink>()).unwrap();
+        let owd: Vec<f64> = sink.received.iter().map(|r| (r.2 - r.1).as_secs_f64()).collect();
+        (t, owd)
+    };
+    let (t, best) = run(Policy::BestPath);
+    let (_, own) = run(Policy::starlink(leoguard_orbit::constellation::DEFAULT_EPOCH_UNIX_S));
+    assert!(best.len() > 19_000, "{}", best.len());
+    let tl =
+        leoguard_orbit::timeline::path_timeline(&t.constellation, &t.grounds[0], &t.grounds[1], &t.options).unwrap();
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let want = mean(&tl.steps.iter().map(|s| s.owd_s()).collect::<Vec<_>>());
+    // 200-byte packets at 100 Mbit/s: 16 us per hop of serialisation on top of propagation.
+    assert!((mean(&best) - want).abs() < 0.5e-3, "best-path {} s, its timeline {want} s", mean(&best));
+    assert!(mean(&best) < mean(&own), "best-path {} s, own highest satellite {} s", mean(&best), mean(&own));
+    // Three places cannot be attached jointly.
+    let mut three = topo(Policy::BestPath, InterruptionModel::None);
+    three.options.step_s = 1.0;
+    assert!(three.validate().unwrap_err().to_string().contains("exactly 2 ground places"));
 }

@@ -149,7 +149,8 @@ pub struct TcpSender {
 
 impl TcpSender {
     /// A sender with controller `cc` that has `limit` bytes to send (`None`: bulk).
-    pub fn new(cfg: TcpConfig, cc: Box<dyn CongestionControl>, limit: Option<u64>) -> Self {
+    pub fn new(cfg: TcpConfig, mut cc: Box<dyn CongestionControl>, limit: Option<u64>) -> Self {
+        cc.set_hystart(cfg.recovery.hystart);
         let packet_events = cc.wants_packet_events();
         TcpSender {
             cfg,

@@ -215,6 +215,8 @@ fn nyc_lon(secs: u64, policy: leoguard_orbit::Policy, mpep: Option<MpepOptions>)
             seed: 1,
         },
         gsl_rate: Bps::mbps(1000),
+        gsl_down_rate: None,
+        gsl_pass: None,
         isl_rate: Bps::mbps(1000),
         queue: QueueLimit::Bytes(4_000_000),
         gsl_loss: LossSpec::Starlink { boundary_offset_s: 7, outages: vec![] },

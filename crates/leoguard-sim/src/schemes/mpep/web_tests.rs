@@ -35,6 +35,8 @@ fn nyc_lon(secs: u64, flows: Vec<FlowSpec>, mpep: Option<MpepOptions>) -> Scenar
             seed: 1,
         },
         gsl_rate: Bps::mbps(1000),
+        gsl_down_rate: None,
+        gsl_pass: None,
         isl_rate: Bps::mbps(1000),
         queue: QueueLimit::Bytes(4_000_000),
         gsl_loss: LossSpec::None,
