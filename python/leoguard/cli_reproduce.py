@@ -59,6 +59,14 @@ def reproduce_satguard(
     executor: ExecutorOpt = "local",
     ray_address: RayOpt = None,
     as_json: JsonOpt = False,
+    slot_criterion: Annotated[
+        str,
+        typer.Option(
+            "--slot-criterion",
+            help="How the 15 s schedule picks each slot's satellites: highest-elevation (the paper's nearest "
+            "satellite, the default), nearest, or path-aware (both ends jointly, no +Grid detour).",
+        ),
+    ] = "highest-elevation",
 ) -> None:
     """SATGUARD's evaluation (§4): SATGUARD, SaTCP, Tambur, M-PEP, LinkGuard and no protection over
     Starlink shell 1 for 8 city pairs; a TCP stream's delay (Fig 12), bulk TCP (Fig 13), web browsing
@@ -73,7 +81,7 @@ def reproduce_satguard(
     with bar:
         r = reproduce(
             "full" if full else "quick", store=store, out=out, pairs=pair, schemes=scheme, workloads=workload,
-            workers=workers, executor=executor, ray_address=ray_address, progress=cb,
+            workers=workers, executor=executor, ray_address=ray_address, progress=cb, slot_criterion=slot_criterion,
         )  # fmt: skip
     if as_json:
         _emit(r.json_rows())

@@ -121,6 +121,8 @@ def test_bad_input_is_named(tmp_path):
         rs.reproduce("quick", store=tmp_path / "s", out=tmp_path / "o", pairs=["NYC-LON"], workloads=["video"])
     with pytest.raises(LeoguardError, match="unknown mode 'fast'"):
         rs.reproduce("fast", store=tmp_path / "s", out=tmp_path / "o")
+    with pytest.raises(LeoguardError, match=r"unknown slot criterion 'shortest' \(known: highest-elevation, "):
+        rs.reproduce("quick", store=tmp_path / "s", out=tmp_path / "o", slot_criterion="shortest")
     # A corrupt catalogue: a clear error that says the runs are intact.
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "catalog.duckdb").write_bytes(b"this is not a database")
@@ -130,3 +132,21 @@ def test_bad_input_is_named(tmp_path):
            str(tmp_path / "s2")]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "unknown pair 'XXX-YYY'" in done.stderr
+
+
+def test_the_slot_criterion_is_the_runs_and_path_aware_removes_the_detour():
+    # DEL-LON on the paper's nearest satellite crosses the +Grid far around (docs/constellation.md); with
+    # both ends chosen jointly the bulk flow's RTT is a fraction of it. Bulk runs of 2 s, lossless.
+    import dataclasses
+
+    from leoguard.simulate import simulate
+
+    srtt = {}
+    for crit in ("highest-elevation", "path-aware"):
+        mode = dataclasses.replace(rs.MODES["quick"], bulk_s=2.0, slot_criterion=crit)
+        sc = rs.scenario("DEL-LON", "none", "bulk", mode)
+        assert sc.topology.slot_criterion == crit
+        sc = sc.model_copy(update={"topology": sc.topology.model_copy(update={"gsl_loss": None})})
+        series = simulate(sc).series
+        srtt[crit] = float(series.filter(series["srtt_ns"] > 0)["srtt_ns"].min()) / 1e6
+    assert srtt["path-aware"] < 0.4 * srtt["highest-elevation"], srtt
