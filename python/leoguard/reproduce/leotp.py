@@ -69,7 +69,7 @@ PAIRS: dict[str, tuple[str, str]] = {
     "BJ-NY": ("Beijing", "New York"),
 }
 
-#: Table II's option of mid nodes on a random fraction of the satellites only.
+#: Table II's option of mid nodes on a random fraction of the satellites (and the ground stations).
 MID_FRACTION = 0.25
 
 #: Table II's GSL capacity (REFERENCE.md): over each pass a parabola from half the rate at the
@@ -193,8 +193,8 @@ def starlink(
     scheme: str, pair: str, duration_s: float, variant: str = "A", seed: int = 1, mid_nodes: float | None = None
 ) -> Scenario:
     """Table II's network for `pair`: both cities gateways of Starlink shell 1, a host behind each.
-    `mid_nodes`: LEOTP's mid nodes on that random fraction of the satellites only (the paper's 25 %
-    option; default: every node between the ends)."""
+    `mid_nodes`: LEOTP's mid nodes on both ground stations and that seeded random fraction of the
+    satellites (the paper's 25 % option; default: every node between the ends)."""
     consumer, producer = PAIRS[pair]
     tag = f"{variant}{'' if mid_nodes is None else f'-mid{mid_nodes:g}'}" if scheme == "leotp" else ""
     d: dict[str, Any] = {
@@ -257,7 +257,7 @@ def runs(mode: Mode, experiments: Sequence[str]) -> list[SweepRun]:
         for pair in mode.table2_pairs:
             for v in VARIANTS:
                 out.append(SweepRun(starlink("leotp", pair, mode.table2_s, v), f"leotp-{v}", f"table2/{pair}"))
-            # The paper's option: mid nodes on a random 25 % of the satellites only (no figures given).
+            # The paper's option: mid nodes on a random 25 % of the satellites (the paper gives no figure).
             sc = starlink("leotp", pair, mode.table2_s, "A", mid_nodes=MID_FRACTION)
             out.append(SweepRun(sc, "leotp-A-mid", f"table2/{pair}"))
             for s in BASELINES:
