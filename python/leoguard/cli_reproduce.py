@@ -60,13 +60,13 @@ def reproduce_satguard(
     ray_address: RayOpt = None,
     as_json: JsonOpt = False,
     slot_criterion: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--slot-criterion",
             help="How the 15 s schedule picks each slot's satellites: highest-elevation (the paper's nearest "
             "satellite, the default), nearest, or path-aware (both ends jointly, no +Grid detour).",
         ),
-    ] = "highest-elevation",
+    ] = None,
 ) -> None:
     """SATGUARD's evaluation (§4): SATGUARD, SaTCP, Tambur, M-PEP, LinkGuard and no protection over
     Starlink shell 1 for 8 city pairs; a TCP stream's delay (Fig 12), bulk TCP (Fig 13), web browsing

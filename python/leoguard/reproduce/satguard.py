@@ -651,15 +651,17 @@ def reproduce(
     ray_address: str | None = None,
     progress: Callable[[int, int, str], None] | None = None,
     figures: bool = True,
-    slot_criterion: str = "highest-elevation",
+    slot_criterion: str | None = None,
 ) -> Reproduction:
     """Runs what the store lacks, then writes figures and the markdown report under `out`.
-    `slot_criterion`: "highest-elevation" (the paper's nearest satellite) or "path-aware"."""
+    `slot_criterion`: one of SLOT_CRITERIA (default: the mode's, the paper's nearest satellite)."""
     if mode not in MODES:
         raise LeoguardError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
-    if slot_criterion not in SLOT_CRITERIA:
-        raise LeoguardError(f"unknown slot criterion {slot_criterion!r} (known: {', '.join(SLOT_CRITERIA)})")
-    m = replace(MODES[mode], slot_criterion=slot_criterion)
+    m = MODES[mode]
+    if slot_criterion is not None:
+        if slot_criterion not in SLOT_CRITERIA:
+            raise LeoguardError(f"unknown slot criterion {slot_criterion!r} (known: {', '.join(SLOT_CRITERIA)})")
+        m = replace(m, slot_criterion=slot_criterion)
     pairs = list(pairs or PAIRS)
     for p in pairs:
         if p not in PAIRS:

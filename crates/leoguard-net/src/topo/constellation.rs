@@ -162,6 +162,11 @@ impl GslPass {
     }
 }
 
+/// The instant `s` seconds into the run (times before the run's start are its start).
+fn at_s(s: f64) -> Instant {
+    Instant((s.max(0.0) * 1e9).round() as u64)
+}
+
 /// Problems with a constellation topology.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum TopoError {
@@ -351,7 +356,6 @@ impl ConstellationTopo {
         for v in &mut per_ground {
             v.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
         }
-        let secs = |s: f64| Instant((s.max(0.0) * 1e9).round() as u64);
         for h in &handovers {
             let g = h.node;
             let mut now = Vec::new();
@@ -363,10 +367,10 @@ impl ConstellationTopo {
                 now.extend([Control::State { link: up, up: false }, Control::State { link: down, up: false }]);
             }
             // Scheduled first, so that with a zero interruption the link still ends up up.
-            sim.schedule_controls(secs(h.t_s), now);
+            sim.schedule_controls(at_s(h.t_s), now);
             if let Some((up, down)) = new {
                 let back = vec![Control::State { link: up, up: true }, Control::State { link: down, up: true }];
-                sim.schedule_controls(secs(h.t_s) + Duration::from_secs_f64(h.interruption_s), back);
+                sim.schedule_controls(at_s(h.t_s) + Duration::from_secs_f64(h.interruption_s), back);
             }
         }
         if let Some(p) = &self.gsl_pass {
@@ -430,7 +434,7 @@ impl ConstellationTopo {
         gsl: &BTreeMap<(u32, u32), (LinkId, LinkId)>,
     ) {
         let step_ns = p.step.as_nanos().max(1);
-        let end_ns = (self.options.duration_s * 1e9).round() as u64;
+        let end_ns = at_s(self.options.duration_s).as_nanos();
         for (g, slots) in per_ground.iter().enumerate() {
             let mut i = 0;
             while i < slots.len() {
@@ -442,8 +446,8 @@ impl ConstellationTopo {
                 }
                 i += 1;
                 let Some(&(up, down)) = gsl.get(&(g as u32, sat)) else { continue };
-                let first = (start_s.max(0.0) * 1e9).round() as u64;
-                let last = ((end_s * 1e9).round() as u64).min(end_ns);
+                let first = at_s(start_s).as_nanos();
+                let last = at_s(end_s).as_nanos().min(end_ns);
                 let mut k = first / step_ns;
                 while k * step_ns < last {
                     let at = Instant((k * step_ns).max(first));
@@ -543,7 +547,6 @@ impl ConstellationTopo {
         let mut dj = Dijkstra::default();
         let mut pos = Vec::new();
         let mut path = Vec::new();
-        let secs = |s: f64| Instant((s.max(0.0) * 1e9).round() as u64);
         for h in handovers {
             let (Some(from), Some(to)) = (h.from, h.to) else { continue };
             let (Some(&(_, old_down)), Some(&(_, new_down))) = (gsl.get(&(h.node, from)), gsl.get(&(h.node, to)))
@@ -562,7 +565,7 @@ impl ConstellationTopo {
                 }
             }
             info.handovers.push(PlannedHandover {
-                t: secs(h.t_s),
+                t: at_s(h.t_s),
                 ground: NodeId(h.node),
                 from: self.sat_node(from),
                 to: self.sat_node(to),
