@@ -136,3 +136,38 @@ def test_satellites_are_named_on_a_leo_path():
     assert core["capture"] == {"nodes": [2, 1], "max_packets": 1_000_000, "snaplen": 96}
     with pytest.raises(LeoguardError, match=r"capture\.nodes\[0\] = 'STARLINK-0' is not a node name"):
         from_dict({**leo, "capture": {"nodes": ["STARLINK-0"]}}).to_core()
+
+
+def test_a_senders_capture_gives_the_senders_own_acked_and_resent_figures():
+    """`leoguard.pcap.delivered_per_second` (how a kernel flow's per-second goodput is read on the
+    emulator, where iperf3 reports only bytes written) against the simulator's own sender series on the
+    same run: the two-path experiment's BBR through its first handover, captured at the sender's host."""
+    import polars as pl
+
+    from leoguard.pcap import delivered_per_second
+    from leoguard.reproduce.startcp import two_path, two_path_emu
+
+    sc = two_path("bbr", 18.0).model_copy(update={"capture": two_path_emu("bbr-kernel").capture})
+    r = simulate(sc)
+    got = delivered_per_second(r.capture, 2, 18)
+    own = r.series.filter(pl.col("t_ns") % 1_000_000_000 == 0)
+    own = {int(x["t_ns"]): x for x in own.iter_rows(named=True)}
+    assert got[-1]["retransmissions"] > 100, "the handover at 15 s costs BBR hundreds of segments"
+    for x in got:
+        ref = own[x["t_ns"]]
+        assert x["retransmissions"] == ref["retransmissions"], x
+        # The capture counts from the first data byte; the sender's count is the same bytes.
+        assert abs(x["acked_bytes"] - ref["acked_bytes"]) <= 1500, x
+
+
+def test_a_capture_that_is_not_leoguards_is_refused_naming_what_is_wrong():
+    from leoguard.pcap import delivered_per_second, tcp_segments
+
+    with pytest.raises(LeoguardError, match="shorter than a pcap header"):
+        list(tcp_segments(b"\xd4\xc3"))
+    with pytest.raises(LeoguardError, match="magic"):
+        list(tcp_segments(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 101)))
+    with pytest.raises(LeoguardError, match="link type 1"):
+        list(tcp_segments(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)))
+    with pytest.raises(LeoguardError, match="no TCP segment with data"):
+        delivered_per_second(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 101), 0, 1)

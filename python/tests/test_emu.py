@@ -377,6 +377,33 @@ def test_a_capture_of_an_emulated_link_opens_in_tshark_with_the_satguard_options
     assert hacks and all("Hop Limit: 255" in f and "No Next Header for IPv6 (59)" in f for f in hacks)
 
 
+def test_a_capture_at_the_sending_host_records_what_it_sends_and_what_reaches_it():
+    """`[capture]` at a host records both directions, as the simulator's does: the data segments kernel
+    CUBIC puts on its first link (some lost on it and sent again) and the ACKs that come back. From them
+    `leoguard.pcap.delivered_per_second` reads the flow's delivered bytes, which must agree with what
+    iperf3's receiver counted, and the kernel's resent segments."""
+    _require_root()
+    from leoguard.pcap import delivered_per_second
+
+    sc = from_dict(
+        {
+            "name": "emu-capture-host",
+            "duration_s": 5.0,
+            "links": _lossy_links(2, 0.01, 10),
+            "flows": [{"kind": "tcp", "src": 0, "dst": 2, "cc": "cubic"}],
+            "capture": {"nodes": [0], "snaplen": 96},
+        }
+    )
+    r = emulate(sc)
+    f = r.flows.row(0, named=True)
+    got = delivered_per_second(r.capture, 0, 7)
+    acked, resent = got[-1]["acked_bytes"], got[-1]["retransmissions"]
+    # The receiver counts payload bytes; the ACKs count the same bytes (iperf3's own few on the data
+    # connection aside), and both end when the flow does.
+    assert abs(acked - f["delivered_bytes"]) <= 0.02 * f["delivered_bytes"], (acked, f["delivered_bytes"])
+    assert resent > 0 and abs(resent - f["retransmissions"]) <= max(3, 0.1 * f["retransmissions"]), (resent, f)
+
+
 def test_the_liquid_tunnel_joins_the_emulated_path():
     """`[liquid]` on the emulator: the real leoguard-tunnel (RaptorQ, XChaCha20-Poly1305) between the two
     ends carries kernel CUBIC across two links with 1 % loss each; the coded run needs almost no kernel

@@ -380,12 +380,19 @@ impl DataPlane {
     /// modelled (an encapsulation the bytes do not carry).
     pub(crate) fn put_on(&mut self, link: LinkId, slot: u32, t: u64) {
         let size = self.stamp(slot).max(self.pkts[slot as usize].size);
-        match self.net.links[link.0 as usize].offer(
+        let from = self.net.links[link.0 as usize].from.0;
+        let offer = self.net.links[link.0 as usize].offer(
             Instant(t),
             slot,
             size,
             self.schemes.is_control(&self.pkts[slot as usize]),
-        ) {
+        );
+        // The tap records a departure as the interface sees it, as the simulator's does: sent, lost on
+        // the way or not; a packet the queue turned away or a down link refused never left.
+        if !matches!(offer, Offer::Dropped(_, DropReason::Queue | DropReason::Down)) {
+            self.tap_packet(from, slot, t);
+        }
+        match offer {
             Offer::Dropped(s, why) => self.drop_slot(
                 s,
                 match why {

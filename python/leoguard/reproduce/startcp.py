@@ -23,6 +23,7 @@ from typing import Any
 import polars as pl
 
 from leoguard.scenario import Scenario, from_dict
+from leoguard.sections import Capture
 from leoguard.simulate import Results, simulate
 
 #: What the paper reports for Fig 3 (§3), per handover second.
@@ -179,7 +180,31 @@ def two_path_emu(scheme: str, duration_s: float = 62.0, seed: int = 1, startcp: 
     cc, stack = ("bbr", "kernel") if scheme == "bbr-kernel" else (scheme, "leoguard")
     sc = two_path(cc, duration_s + EMU_TAIL_S, seed, startcp)
     flows = [f.model_copy(update={"stack": stack}) for f in sc.flows]
-    return sc.model_copy(update={"flows": flows, "name": f"startcp-two-path-{scheme}-emu"})
+    update: dict[str, Any] = {"flows": flows, "name": f"startcp-two-path-{scheme}-emu"}
+    if scheme == "bbr-kernel":
+        # iperf3 reports what its sender wrote to the socket, not what was delivered: the sender's host
+        # is captured (headers only) so its cumulative ACKs and resent ranges give the per-second
+        # figures the simulator's sender series gives (`kernel_whole_seconds`).
+        update["capture"] = Capture(nodes=["src"], max_packets=KERNEL_CAPTURE_PACKETS, snaplen=96)
+    return sc.model_copy(update=update)
+
+
+#: Records the kernel BBR run's capture may hold: 64 s at 40 Mbit/s is ~215,000 data segments and about
+#: half as many ACKs, with room to spare.
+KERNEL_CAPTURE_PACKETS = 1_000_000
+
+
+def kernel_whole_seconds(r: Any, flow: int = 0) -> pl.DataFrame:
+    """A kernel (iperf3) flow's whole-second series read from the run's capture at the sender's host:
+    `acked_bytes` from the cumulative ACKs that reached it, `retransmissions` from the data it sent
+    again (`leoguard.pcap.delivered_per_second`)."""
+    from leoguard.pcap import delivered_per_second
+
+    f = r.scenario.flows[flow]
+    rows = delivered_per_second(r.capture, int(f.start_s), int(r.scenario.duration_s))
+    return pl.DataFrame([{"flow": flow, **x} for x in rows],
+                        schema={"flow": pl.UInt32, "t_ns": pl.Int64, "acked_bytes": pl.Int64,
+                                "retransmissions": pl.Int64})  # fmt: skip
 
 
 def emu_whole_seconds(r: Any, flow: int = 0) -> pl.DataFrame:
@@ -220,16 +245,17 @@ class _WholeSeconds:
 
 def emu_rows_of(r: Any, experiment: str, scheme: str) -> list[dict[str, Any]]:
     """One row per handover of an emulated run (`EmuResults`), computed as the simulator's rows are."""
-    secs = emu_whole_seconds(r)
+    captured = scheme == "bbr-kernel" and r.capture is not None
+    secs = kernel_whole_seconds(r) if captured else emu_whole_seconds(r)
     view = _WholeSeconds(r.scenario, secs, r.startcp)
     rows = rows_of(view, experiment, scheme, engine="emu")  # type: ignore[arg-type]
     # A handover whose whole second the sender's series does not cover (the run ended first) has no row.
     last = int(secs["t_ns"].max() // 1_000_000_000) if len(secs) else -1
     rows = [x for x in rows if int(x["t_s"]) + 1 <= last]
-    if scheme == "bbr-kernel":
-        # iperf3 reports bytes written to the socket per 1 s interval from its own start, not bytes
-        # delivered: no throughput for the handover second (its retransmissions are the kernel's, over
-        # those intervals, interpolated).
+    if scheme == "bbr-kernel" and not captured:
+        # Without a capture only iperf3's report is there: bytes written to the socket per 1 s interval
+        # from its own start, not bytes delivered, so no throughput for the handover second (its
+        # retransmissions are the kernel's, over those intervals, interpolated).
         for x in rows:
             x["throughput_mbps"] = None
     return rows
