@@ -171,3 +171,14 @@ def test_a_capture_that_is_not_leoguards_is_refused_naming_what_is_wrong():
         list(tcp_segments(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)))
     with pytest.raises(LeoguardError, match="no TCP segment with data"):
         delivered_per_second(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 101), 0, 1)
+
+
+def test_a_kernel_capture_cut_short_is_refused_not_read():
+    """A capture that ran past `max_packets` would freeze the kernel flow's figures where it stopped."""
+    from types import SimpleNamespace
+
+    from leoguard.reproduce.startcp import kernel_whole_seconds, two_path_emu
+
+    r = SimpleNamespace(emulator={"capture": {"written": 10, "missed": 5}}, scenario=two_path_emu("bbr-kernel"))
+    with pytest.raises(LeoguardError, match="5 packets past max_packets"):
+        kernel_whole_seconds(r)

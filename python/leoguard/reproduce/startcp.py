@@ -198,8 +198,13 @@ def kernel_whole_seconds(r: Any, flow: int = 0) -> pl.DataFrame:
     """A kernel (iperf3) flow's whole-second series read from the run's capture at the sender's host:
     `acked_bytes` from the cumulative ACKs that reached it, `retransmissions` from the data it sent
     again (`leoguard.pcap.delivered_per_second`)."""
+    from leoguard.errors import LeoguardError
     from leoguard.pcap import delivered_per_second
 
+    missed = ((r.emulator or {}).get("capture") or {}).get("missed", 0)
+    if missed:
+        # A capture cut short would freeze the figures where it stopped: refuse rather than under-report.
+        raise LeoguardError(f"capture: {missed} packets past max_packets ({KERNEL_CAPTURE_PACKETS}); raise it")
     f = r.scenario.flows[flow]
     rows = delivered_per_second(r.capture, int(f.start_s), int(r.scenario.duration_s))
     return pl.DataFrame([{"flow": flow, **x} for x in rows],
