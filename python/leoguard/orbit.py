@@ -28,7 +28,8 @@ from leoguard.places import Place, place
 
 PRESETS: tuple[str, ...] = tuple(_core.PRESETS)
 POLICIES = ("global-schedule", "nearest", "best-path")
-#: How the global schedule picks a slot's satellite; `path-aware` needs a peer (path timelines only).
+#: How the global schedule picks a slot's satellite; `path-aware` needs a peer (a path timeline, or a
+#: constellation topology of exactly two places).
 SLOT_CRITERIA: tuple[str, ...] = tuple(_core.SLOT_CRITERIA)
 INTERRUPTIONS = ("none", "fixed:SECONDS", "uniform[:LO:HI]", "3owd")
 

@@ -319,6 +319,11 @@ impl Network {
     pub fn set_link_delay(&mut self, id: LinkId, delay: Duration) {
         self.links[id.0 as usize].set_delay(delay);
     }
+
+    /// Changes a link's capacity for packets that start serialising from now on.
+    pub fn set_link_rate(&mut self, id: LinkId, rate: leoguard_core::Bps) {
+        self.links[id.0 as usize].set_rate(rate);
+    }
 }
 
 #[cfg(test)]

@@ -281,7 +281,7 @@ impl Sim {
         match a {
             Control::Route { at, dst, via } => self.set_route(at, dst, via),
             Control::Delay { link, delay } => self.net.set_link_delay(link, delay),
-            Control::Rate { link, rate } => self.net.links[link.0 as usize].set_rate(rate),
+            Control::Rate { link, rate } => self.net.set_link_rate(link, rate),
             Control::State { link, up } => self.set_state_now(link, up),
         }
     }

@@ -22,6 +22,7 @@ from typing import Any
 
 import polars as pl
 
+from leoguard.errors import LeoguardError
 from leoguard.scenario import Scenario, from_dict
 from leoguard.sections import Capture
 from leoguard.simulate import Results, simulate
@@ -198,7 +199,6 @@ def kernel_whole_seconds(r: Any, flow: int = 0) -> pl.DataFrame:
     """A kernel (iperf3) flow's whole-second series read from the run's capture at the sender's host:
     `acked_bytes` from the cumulative ACKs that reached it, `retransmissions` from the data it sent
     again (`leoguard.pcap.delivered_per_second`)."""
-    from leoguard.errors import LeoguardError
     from leoguard.pcap import delivered_per_second
 
     missed = ((r.emulator or {}).get("capture") or {}).get("missed", 0)

@@ -198,7 +198,11 @@ pub const MAX_SCHEDULE_STEPS: usize = 100_000;
 pub fn check_schedule(field: &str, s: &RateSchedule) -> Result<(), TopologyError> {
     let n = s.rates.len();
     if n == 0 || n > MAX_SCHEDULE_STEPS {
-        return Err(invalid(format!("{field}.rates_bps"), format!("{n} steps"), "needs 1 to 100000 steps"));
+        return Err(invalid(
+            format!("{field}.rates_bps"),
+            format!("{n} steps"),
+            &format!("needs 1 to {MAX_SCHEDULE_STEPS} steps"),
+        ));
     }
     for (j, &r) in s.rates.iter().enumerate() {
         check_rate(|| format!("{field}.rates_bps[{j}]"), r)?;
