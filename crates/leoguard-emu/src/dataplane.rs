@@ -385,7 +385,7 @@ impl DataPlane {
             Instant(t),
             slot,
             size,
-            self.schemes.is_control(&self.pkts[slot as usize]),
+            self.schemes.prioritised(&self.pkts[slot as usize]),
         );
         // The tap records a departure as the interface sees it, as the simulator's does: sent, lost on
         // the way or not; a packet the queue turned away or a down link refused never left.

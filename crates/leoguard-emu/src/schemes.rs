@@ -84,9 +84,16 @@ impl SchemeHost {
         self.active
     }
 
-    /// Whether `p` is a link-local control packet (it rides the links' prioritised channel).
+    /// Whether `p` is a link-local control packet (built from its fields, not copied from bytes).
     pub fn is_control(&self, p: &Packet) -> bool {
         p.net.flags & NET_CONTROL != 0 && p.dst == LINK_LOCAL_DST
+    }
+
+    /// Whether `p` rides the links' prioritised channel, ahead of queued data: link-local control
+    /// packets and what a hook flags for it (LinkGuardian's retransmissions, its priority queue), as
+    /// in the simulator.
+    pub fn prioritised(&self, p: &Packet) -> bool {
+        p.net.flags & NET_CONTROL != 0
     }
 
     /// The scheme's counters summed over its hooks (SATGUARD's or LinkGuardian's), by name.

@@ -385,8 +385,21 @@ impl<T> HopSender<T> {
         self.beams.iter().filter_map(|b| b.queue.front().map(|x| x.0)).min()
     }
 
-    /// The next retransmission, stamped with a new HSeq (and buffered under it).
+    /// The next retransmission, stamped with a new HSeq (and buffered under it), for a host that
+    /// puts it on the wire at once: its loss timer starts at `now`.
     pub fn poll_retransmit(&mut self, now: Instant) -> Option<Retransmit<T>>
+    where
+        T: Clone,
+    {
+        self.poll_retransmit_leaving(|_| now)
+    }
+
+    /// The next retransmission, for a host whose retransmissions queue behind the data already
+    /// waiting at the interface: `leaves(bytes)` says when its last bit leaves, where its loss timer
+    /// starts, as a first transmission's does in [`HopSender::on_send`]. (Started when it enters the
+    /// queue, the timer of a retransmission behind a deep queue expires before it is sent, and every
+    /// expiry queues one more copy.)
+    pub fn poll_retransmit_leaving(&mut self, leaves: impl FnOnce(u32) -> Instant) -> Option<Retransmit<T>>
     where
         T: Clone,
     {
@@ -395,7 +408,7 @@ impl<T> HopSender<T> {
             let copy = item.clone();
             // Re-buffering cannot evict it: done() released its bytes first.
             let bytes = self.entry(h).map_or(0, |e| e.bytes);
-            let new = self.push(now, first, item, bytes, retries + 1, beam);
+            let new = self.push(leaves(bytes), first, item, bytes, retries + 1, beam);
             self.stats.retransmissions += 1;
             self.pop_front();
             return Some(Retransmit { item: copy, hseq: new, retries: retries + 1, beam });

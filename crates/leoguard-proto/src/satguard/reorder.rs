@@ -33,11 +33,13 @@
 //! ## Late vs duplicate
 //! A packet behind the expected FSeq is a duplicate if it was released, and "late" if the buffer
 //! had already given up on it (skipped). The buffer remembers which of the last
-//! `HISTORY_BITS` (1024) FSeqs were released; older packets behind the window count as late.
+//! `HISTORY_BITS` (2^15, as far back as the largest `window` reaches) FSeqs were released, so every
+//! in-window packet is told apart. (With 1024 a second copy a migration delivered 10 ms or more after
+//! the first, at 1 Gbit/s, passed as late: the flow got the packet twice.)
 //!
 //! ## Memory and allocation
 //! Per flow: a `BTreeMap` of held packets (at most `max_held_per_flow`, overflow releases the
-//! oldest gap early and is counted), a FIFO of deadlines, and 128 bytes of history. Flows live in a
+//! oldest gap early and is counted), a FIFO of deadlines, and 4 KiB of history. Flows live in a
 //! `BTreeMap` (deterministic iteration, STYLE.md rule 4) and timers in one `BTreeSet` ordered by
 //! (deadline, flow). In steady state (no gaps) a packet touches no allocator; opening a gap may
 //! allocate a B-tree node, which is freed when the gap closes. Released packets go to one reused
@@ -46,8 +48,9 @@
 use leoguard_core::{Duration, Instant, Seq16};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-/// How many recent FSeqs per flow the buffer remembers as released (duplicate vs late).
-const HISTORY_BITS: u64 = 1024;
+/// How many recent FSeqs per flow the buffer remembers as released (duplicate vs late): the whole
+/// largest window behind the expected FSeq.
+const HISTORY_BITS: u64 = 1 << 15;
 
 /// How many recent skipped ranges per flow are remembered to learn from late arrivals.
 const SKIP_MEMORY: usize = 4;

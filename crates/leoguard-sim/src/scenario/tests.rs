@@ -273,6 +273,48 @@ fn congestion_drops_inside_the_network_send_voids_so_the_exit_does_not_wait() {
 }
 
 #[test]
+fn a_satguard_retransmission_behind_a_deep_queue_is_not_timed_out_before_it_leaves() {
+    // A 90 Mbit/s marked stream crosses node 1's link to node 2, which runs at 100 Mbit/s for a
+    // second and then at 50: its queue (8 MB, never full here) grows to about 5 MB, 0.8 s of waiting,
+    // and the link loses 2 % of what it carries. A retransmission waits behind that queue far longer
+    // than the link's 20 ms backstop timer: its timer runs from when it leaves (the hook times its
+    // own packets on the FIFO interface), so each loss is resent once, not once per expiry.
+    let mut s = two_node(LossSpec::None, FlowKind::Cbr { rate: Bps::mbps(90), size: 1000 });
+    s.nodes = 3;
+    s.duration = Duration::from_secs(3);
+    let lossy = LossSpec::Bernoulli { p: 0.02 };
+    s.links = vec![
+        link(0, 1, 1000, 1),
+        LinkSpec {
+            queue: QueueLimit::Bytes(8_000_000),
+            loss_ab: lossy.clone(),
+            loss_ba: lossy,
+            rate_schedule: Some(leoguard_net::link::RateSchedule {
+                period: Duration::from_secs(2),
+                rates: vec![Bps::mbps(100), Bps::mbps(50)],
+            }),
+            ..link(1, 2, 100, 1)
+        },
+    ];
+    s.flows[0].dst = 2;
+    s.flows[0].tc = crate::schemes::satguard::TC_DELAY_SENSITIVE;
+    s.satguard = Some(crate::schemes::satguard::SatguardOptions::default());
+    let r = run(&s).unwrap();
+    assert!(r.drops.iter().all(|d| d.reason != "queue"), "the queue never overflows");
+    let st = r.satguard.unwrap();
+    let lost_on_link = r.drops.iter().filter(|d| d.flow == 0 && !d.control && d.reason == "loss").count() as u64;
+    assert!(lost_on_link > 300, "{lost_on_link}");
+    // One retransmission per packet the link lost (gap detection finds each), not one per expiry.
+    assert!(
+        st.retransmissions <= lost_on_link + lost_on_link / 10,
+        "{} for {lost_on_link} losses: {st:?}",
+        st.retransmissions
+    );
+    assert!(st.timer_losses * 20 < st.gap_losses, "{st:?}");
+    assert!(st.duplicates * 20 < st.retransmissions, "{st:?}");
+}
+
+#[test]
 fn on_a_congested_lossy_link_satguard_resends_what_the_link_lost_and_the_drops_say_which_the_queue_refused() {
     // Regression (the demo's London handover at 12 s: packets released into a full queue were recorded
     // as lost by the link's loss model, so SATGUARD seemed not to resend packets the link lost). Node

@@ -3,7 +3,7 @@
 //! handover, redirecting late packets, and releasing moved packets at the new satellite.
 
 use super::migrate::{encap_bytes, pack_commit, ranges, unpack_commit, Outgoing, RANGES_PER_COMMIT};
-use super::{key, SatguardHook, SR_COMMIT, SR_COPY, SR_REDIRECT};
+use super::{key, Egress, SatguardHook, SR_COMMIT, SR_COPY, SR_REDIRECT};
 use crate::host::Ctx;
 use crate::link::LinkId;
 use crate::packet::{Packet, NET_CONTROL, NET_HSEQ, NET_MIGRATED, NET_RETX, NET_SR};
@@ -196,7 +196,13 @@ impl SatguardHook {
             for m in a..=b {
                 match copies.remove(&m) {
                     Some(mut p) => {
-                        self.stamp(plan.new_down, &mut p, now, now);
+                        // Committed packets go out back to back: each one's timer starts as it leaves.
+                        let leaves = Egress { busy: &mut self.egress_busy, rate: &self.net.rate }.leaves(
+                            plan.new_down,
+                            now,
+                            p.size,
+                        );
+                        self.stamp(plan.new_down, &mut p, now, leaves);
                         p.net.flags |= NET_RETX | NET_MIGRATED;
                         self.stats.migrated_retransmissions += 1;
                         ctx.send_on(plan.new_down, p);

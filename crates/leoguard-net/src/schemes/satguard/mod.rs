@@ -221,8 +221,33 @@ pub struct SatguardHook {
     armed: Option<Instant>,
     hbh_bytes: u32,
     hack_bytes: u32,
+    /// Per link of this node: when the last protected packet put on it leaves the interface (its
+    /// queue is FIFO), so a retransmission or a migrated packet put behind it starts its loss timer
+    /// when it leaves too.
+    egress_busy: BTreeMap<u32, Instant>,
     /// Counters.
     pub stats: SatguardStats,
+}
+
+/// The interfaces of a node as its hook times what it queues there itself (retransmissions,
+/// migrated packets): behind the protected packets already queued, FIFO, at the link's rate.
+struct Egress<'a> {
+    busy: &'a mut BTreeMap<u32, Instant>,
+    rate: &'a [Bps],
+}
+
+impl Egress<'_> {
+    /// When the last bit of a `bytes` packet put on `link` at `now` leaves the interface.
+    fn leaves(&mut self, link: LinkId, now: Instant, bytes: u32) -> Instant {
+        let serialise = self
+            .rate
+            .get(link.0 as usize)
+            .and_then(|r| r.transmission_time(Bytes(u64::from(bytes))))
+            .unwrap_or(Duration::ZERO);
+        let busy = self.busy.entry(link.0).or_insert(now);
+        *busy = (*busy).max(now) + serialise;
+        *busy
+    }
 }
 
 /// A packet's end-to-end identity: flow, direction and FSeq (FSeq runs per flow and destination; a
@@ -271,6 +296,7 @@ impl SatguardHook {
             armed: None,
             hbh_bytes: hbh_bytes(),
             hack_bytes: hack_bytes(),
+            egress_busy: BTreeMap::new(),
             stats: SatguardStats::default(),
         })
     }
@@ -313,6 +339,8 @@ impl SatguardHook {
     /// Stamps a packet with the next HSeq of `link` and buffers it; `leaves` is when its last bit is
     /// sent (timers start there).
     fn stamp(&mut self, link: LinkId, p: &mut Packet, now: Instant, leaves: Instant) {
+        let busy = self.egress_busy.entry(link.0).or_insert(leaves);
+        *busy = (*busy).max(leaves);
         let beam = self.beam_for(link, now);
         let copy = *p;
         let h = self.sender(link).on_send(leaves, copy, p.size, beam);
@@ -323,8 +351,16 @@ impl SatguardHook {
 
     /// Sends the due retransmissions of one sender; what it gave up on, the exit is told not to wait
     /// for (a void, as for a congestion drop).
-    fn pump(s: &mut HopSender<Packet>, link: LinkId, opts: &SatguardOptions, stats: &mut SatguardStats, ctx: &mut Ctx) {
-        while let Some(r) = s.poll_retransmit(ctx.now()) {
+    fn pump(
+        s: &mut HopSender<Packet>,
+        link: LinkId,
+        egress: &mut Egress<'_>,
+        opts: &SatguardOptions,
+        stats: &mut SatguardStats,
+        ctx: &mut Ctx,
+    ) {
+        let now = ctx.now();
+        while let Some(r) = s.poll_retransmit_leaving(|bytes| egress.leaves(link, now, bytes)) {
             let mut p = r.item;
             p.net.hseq = r.hseq.0;
             p.net.flags |= NET_HSEQ | NET_RETX;
@@ -584,7 +620,8 @@ impl Agent for SatguardHook {
         let now = ctx.now();
         for (&l, s) in &mut self.senders {
             s.handle_timeout(now);
-            Self::pump(s, LinkId(l), &self.opts, &mut self.stats, ctx);
+            let mut egress = Egress { busy: &mut self.egress_busy, rate: &self.net.rate };
+            Self::pump(s, LinkId(l), &mut egress, &self.opts, &mut self.stats, ctx);
         }
         if let (Exit::Reorder(r), None) = (&mut self.exit, self.exit_paused) {
             r.handle_timeout(now);
@@ -612,7 +649,8 @@ impl Agent for SatguardHook {
                 let hack =
                     HAck { start: Seq16(p.ack as u16), end: Seq16((p.ack >> 16) as u16), beam: (p.ack >> 32) as u16 };
                 s.on_hack(ctx.now(), &hack);
-                Self::pump(s, data_link, &self.opts, &mut self.stats, ctx);
+                let mut egress = Egress { busy: &mut self.egress_busy, rate: &self.net.rate };
+                Self::pump(s, data_link, &mut egress, &self.opts, &mut self.stats, ctx);
                 self.arm(ctx);
             }
             return false;
@@ -720,6 +758,8 @@ impl Agent for SatguardHook {
         self.link_state.insert(link.0, up);
         self.pause_exit(link, up, ctx.now());
         if !up && ours {
+            // A link going down loses what its interface held.
+            self.egress_busy.remove(&link.0);
             // Our own link went away: its pending packets are committed to the new satellite
             // (migration), re-homed (a ground node's uplink) or lost.
             if let Some(s) = self.senders.get_mut(&link.0) {

@@ -40,6 +40,30 @@ fn a_gap_before_a_hack_is_retransmitted_with_a_new_hseq() {
 }
 
 #[test]
+fn a_retransmission_queued_behind_data_starts_its_timer_when_it_leaves() {
+    let mut s = sender(false);
+    s.on_send(t(0), 7, 100, 0);
+    s.handle_timeout(t(10));
+    // The host queues the retransmission behind 25 ms of data: its timer runs from t = 35 ms, so
+    // no second copy is made while the first one still waits in the queue.
+    let a = s.poll_retransmit_leaving(|bytes| {
+        assert_eq!(bytes, 100);
+        t(35)
+    });
+    assert_eq!(a.map(|r| r.retries), Some(1));
+    assert_eq!(s.poll_timeout(), Some(t(45)));
+    s.handle_timeout(t(44));
+    assert!(s.poll_retransmit(t(44)).is_none());
+    assert_eq!(s.stats.timer_losses, 1);
+    // Sent at once, the same retransmission's timer would run from its queueing.
+    let mut now = sender(false);
+    now.on_send(t(0), 7, 100, 0);
+    now.handle_timeout(t(10));
+    now.poll_retransmit(t(10));
+    assert_eq!(now.poll_timeout(), Some(t(20)));
+}
+
+#[test]
 fn a_lost_hack_is_covered_by_the_next_one() {
     let mut s = sender(true);
     let mut r = HopReceiver::new(0, 100);
