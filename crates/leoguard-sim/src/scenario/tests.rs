@@ -248,18 +248,26 @@ fn satguard_keeps_recovering_after_fseq_wraps() {
     }
 }
 
+/// A marked CBR stream of `mbps` (1000-byte packets) from node 0 to node 2 under SATGUARD: node 0
+/// reaches node 1 over a clean 1 Gbit/s link, node 1 reaches node 2 over `second` (from node 1 to
+/// node 2), for `secs` seconds.
+fn satguard_two_hops(mbps: u64, second: LinkSpec, secs: u64) -> Scenario {
+    let mut s = two_node(LossSpec::None, FlowKind::Cbr { rate: Bps::mbps(mbps), size: 1000 });
+    s.nodes = 3;
+    s.duration = Duration::from_secs(secs);
+    s.links = vec![link(0, 1, 1000, 1), second];
+    s.flows[0].dst = 2;
+    s.flows[0].tc = crate::schemes::satguard::TC_DELAY_SENSITIVE;
+    s.satguard = Some(crate::schemes::satguard::SatguardOptions::default());
+    s
+}
+
 #[test]
 fn congestion_drops_inside_the_network_send_voids_so_the_exit_does_not_wait() {
     // 0 -> 1 at 1 Gbit/s, 1 -> 2 at 100 Mbit/s with a 50-packet queue: a 150 Mbit/s marked stream is
     // stamped at node 0 (entry) and a third of it dies in node 1's queue. Those FSeqs can never be
     // recovered; voids tell the exit (node 2) so it holds nothing for them.
-    let mut s = two_node(LossSpec::None, FlowKind::Cbr { rate: Bps::mbps(150), size: 1000 });
-    s.nodes = 3;
-    s.duration = Duration::from_secs(2);
-    s.links = vec![link(0, 1, 1000, 1), LinkSpec { queue: QueueLimit::Packets(50), ..link(1, 2, 100, 1) }];
-    s.flows[0].dst = 2;
-    s.flows[0].tc = crate::schemes::satguard::TC_DELAY_SENSITIVE;
-    s.satguard = Some(crate::schemes::satguard::SatguardOptions::default());
+    let s = satguard_two_hops(150, LinkSpec { queue: QueueLimit::Packets(50), ..link(1, 2, 100, 1) }, 2);
     let r = run(&s).unwrap();
     let st = r.satguard.unwrap();
     let queue_drops: u64 = r.links.iter().map(|l| l.stats.drops_queue).sum();
@@ -279,27 +287,18 @@ fn a_satguard_retransmission_behind_a_deep_queue_is_not_timed_out_before_it_leav
     // and the link loses 2 % of what it carries. A retransmission waits behind that queue far longer
     // than the link's 20 ms backstop timer: its timer runs from when it leaves (the hook times its
     // own packets on the FIFO interface), so each loss is resent once, not once per expiry.
-    let mut s = two_node(LossSpec::None, FlowKind::Cbr { rate: Bps::mbps(90), size: 1000 });
-    s.nodes = 3;
-    s.duration = Duration::from_secs(3);
     let lossy = LossSpec::Bernoulli { p: 0.02 };
-    s.links = vec![
-        link(0, 1, 1000, 1),
-        LinkSpec {
-            queue: QueueLimit::Bytes(8_000_000),
-            loss_ab: lossy.clone(),
-            loss_ba: lossy,
-            rate_schedule: Some(leoguard_net::link::RateSchedule {
-                period: Duration::from_secs(2),
-                rates: vec![Bps::mbps(100), Bps::mbps(50)],
-            }),
-            ..link(1, 2, 100, 1)
-        },
-    ];
-    s.flows[0].dst = 2;
-    s.flows[0].tc = crate::schemes::satguard::TC_DELAY_SENSITIVE;
-    s.satguard = Some(crate::schemes::satguard::SatguardOptions::default());
-    let r = run(&s).unwrap();
+    let second = LinkSpec {
+        queue: QueueLimit::Bytes(8_000_000),
+        loss_ab: lossy.clone(),
+        loss_ba: lossy,
+        rate_schedule: Some(leoguard_net::link::RateSchedule {
+            period: Duration::from_secs(2),
+            rates: vec![Bps::mbps(100), Bps::mbps(50)],
+        }),
+        ..link(1, 2, 100, 1)
+    };
+    let r = run(&satguard_two_hops(90, second, 3)).unwrap();
     assert!(r.drops.iter().all(|d| d.reason != "queue"), "the queue never overflows");
     let st = r.satguard.unwrap();
     let lost_on_link = r.drops.iter().filter(|d| d.flow == 0 && !d.control && d.reason == "loss").count() as u64;
@@ -321,18 +320,10 @@ fn on_a_congested_lossy_link_satguard_resends_what_the_link_lost_and_the_drops_s
     // 1's queue to node 2 overflows and that link loses 2 % of what it carries, HAcks and voids too.
     // A packet the queue refuses was never sent: a congestion drop, not hidden (node 1 sends a void).
     // A packet the link loses was sent, so SATGUARD resends it: no lost packet's only drop is a loss.
-    let mut s = two_node(LossSpec::None, FlowKind::Cbr { rate: Bps::mbps(150), size: 1000 });
-    s.nodes = 3;
-    s.duration = Duration::from_secs(2);
     let lossy = LossSpec::Bernoulli { p: 0.02 };
-    s.links = vec![
-        link(0, 1, 1000, 1),
-        LinkSpec { queue: QueueLimit::Packets(50), loss_ab: lossy.clone(), loss_ba: lossy, ..link(1, 2, 100, 1) },
-    ];
-    s.flows[0].dst = 2;
-    s.flows[0].tc = crate::schemes::satguard::TC_DELAY_SENSITIVE;
-    s.satguard = Some(crate::schemes::satguard::SatguardOptions::default());
-    let r = run(&s).unwrap();
+    let second =
+        LinkSpec { queue: QueueLimit::Packets(50), loss_ab: lossy.clone(), loss_ba: lossy, ..link(1, 2, 100, 1) };
+    let r = run(&satguard_two_hops(150, second, 2)).unwrap();
     let st = r.satguard.unwrap();
     assert!(st.voids_sent > 10_000 && st.retransmissions > 100, "{st:?}");
     let delivered: std::collections::HashSet<u64> = r.packets.iter().map(|p| p.seq).collect();
