@@ -436,9 +436,12 @@ def test_the_liquid_tunnel_joins_the_emulated_path():
 def test_satguard_conceals_the_probe_loss_of_emulated_starlink_new_york_london():
     """SATGUARD on real packets over Starlink shell 1 (the Starlink loss model, the 15 s schedule with a
     gateway handover at 12 s): the marked 1000 packet/s probe loses at most 1/100 of what it loses
-    unprotected, as in the simulator, and the unmarked stream beside it is left alone (its loss stays).
-    The bulk CUBIC flow of scenarios/satguard-nyc-lon.toml is left out: kernel CUBIC fills the 4 MB
-    bottleneck queue, and SATGUARD by design leaves congestion drops to the endpoints (docs/emulator.md)."""
+    unprotected, as in the simulator, and the unmarked stream beside it is left alone: it loses about
+    what the links drop, within the same run. (Two runs do not see the same lossy seconds: the Starlink
+    model draws each second's state from the link's packet stream, so comparing the stream's loss across
+    runs is noise; docs/loss-models.md.) The bulk CUBIC flow of scenarios/satguard-nyc-lon.toml is left
+    out: kernel CUBIC fills the 4 MB bottleneck queue, and SATGUARD by design leaves congestion drops to
+    the endpoints (docs/emulator.md)."""
     _require_root()
     from leoguard.scenario import load_scenario
 
@@ -448,11 +451,14 @@ def test_satguard_conceals_the_probe_loss_of_emulated_starlink_new_york_london()
         if not satguard:
             d.pop("satguard")
         r = _emulate_rt(from_dict(d))
-        assert r.emulator["drops_unexplained"] == 0
-        return r.flows.row(0, named=True)["endpoint_loss"], r.flows.row(1, named=True)["endpoint_loss"]
+        e = r.emulator
+        assert e["drops_unexplained"] == 0
+        link_drop_rate = (e["drops"].get("loss", 0) + e["drops"].get("down", 0)) / e["entered"]
+        return r.flows.row(0, named=True)["endpoint_loss"], r.flows.row(1, named=True)["endpoint_loss"], link_drop_rate
 
-    (bare_probe, bare_stream), (sg_probe, sg_stream) = run(False), run(True)
+    (bare_probe, _, _), (sg_probe, sg_stream, sg_links) = run(False), run(True)
     assert bare_probe > 0.005, bare_probe
     assert sg_probe <= bare_probe / 100, (sg_probe, bare_probe)
-    assert sg_stream > 0.5 * bare_stream, "unmarked traffic is not processed (partial processing, §3.5)"
+    # Unprotected, the stream would lose about `sg_links` (it is 2/3 of the packets); protected, ~0.
+    assert sg_stream > 0.5 * sg_links, ("unmarked traffic is not processed (§3.5)", sg_stream, sg_links)
     assert _leftovers() == []
