@@ -551,6 +551,54 @@ def validate_sim_vs_emu(
         console.print(md)
 
 
+@emu_app.command("leotp-sweep")
+def emu_leotp_sweep(
+    loss: Annotated[
+        list[float] | None, typer.Option("--loss", help="Loss per middle link, % (repeatable; default 0, 0.1, 1).")
+    ] = None,
+    scheme: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scheme",
+            help="leotp (mid nodes in the data plane, variant A), leotp-e2e (no mid nodes), cubic, bbr "
+            "(kernel TCP); repeatable; default leotp, cubic, bbr.",
+        ),
+    ] = None,
+    duration: Annotated[float, typer.Option(help="Seconds per run (LEOTP fetches for one second less).")] = 25.0,
+    seed: Annotated[int, typer.Option(help="Seed of the loss draws.")] = 1,
+    no_sim: Annotated[bool, typer.Option("--no-sim", help="Leave out the simulator's rows.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """LEOTP's loss sweep (Fig 12's chain: 8 links of 20 Mbit/s and 20 ms, the 6 middle ones lossy) on the
+    emulator (root), each row beside the simulator's on the same chain, seed and duration: leotp-serve and
+    leotp-fetch in the end hosts, the mid nodes inside the data plane (the simulator's code on the real
+    datagrams), kernel CUBIC and BBR through iperf3. A run that does not keep real time is run again (2
+    more tries). --json prints the rows {experiment, engine, scheme, variant, loss_pct, throughput_mbps,
+    owd_ms, paper_throughput_mbps, retransmissions, realtime_ok, ...}."""
+    from leoguard.emu.leotp import emu_loss_sweep
+
+    rows = emu_loss_sweep(
+        tuple(loss) if loss else (0.0, 0.1, 1.0),
+        duration_s=duration,
+        schemes=tuple(scheme) if scheme else ("leotp", "cubic", "bbr"),
+        seed=seed,
+        with_sim=not no_sim,
+    )
+    if as_json:
+        _emit(rows)
+        return
+    t = Table("loss %", "engine", "scheme", "variant", "Mbit/s", "paper", "OWD p50 ms", "retx", "real time")
+    for r in rows:
+        mbps = r["throughput_mbps"]
+        t.add_row(
+            f"{r['loss_pct']:g}", r["engine"], r["scheme"], r["variant"], "-" if mbps is None else f"{mbps:.2f}",
+            "-" if r["paper_throughput_mbps"] is None else f"{r['paper_throughput_mbps']:g}",
+            "-" if r["owd_ms"] is None else f"{r['owd_ms']:.1f}", str(r.get("retransmissions", "-")),
+            {True: "yes", False: "NO", None: "-"}[r.get("realtime_ok")],
+        )  # fmt: skip
+    console.print(t)
+
+
 @emu_app.command("cleanup")
 def emu_cleanup(
     all_runs: Annotated[bool, typer.Option("--all", help="Also remove runs whose orchestrator is alive.")] = False,

@@ -34,6 +34,10 @@ pub struct FlowCfg {
     /// §3.5: operators mark delay-sensitive traffic), for software that does not mark its own.
     #[serde(default)]
     pub mark_tc: Option<u8>,
+    /// A LEOTP flow (UDP: Data in the data direction, Interests in the reverse): the nodes that run a
+    /// LEOTP mid node take its datagrams in (crate::leotp).
+    #[serde(default)]
+    pub leotp: bool,
 }
 
 /// Where to capture (the scenario's `[capture]`, nodes resolved) and where the pcap goes.

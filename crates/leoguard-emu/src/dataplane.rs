@@ -74,6 +74,8 @@ pub(crate) enum Ev {
         node: u32,
         token: u64,
     },
+    /// A LEOTP mid node's timer.
+    LeotpTimer(u32),
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -88,7 +90,7 @@ pub(crate) struct Meta {
     pub(crate) flow: u32,
 }
 
-const REVERSE: u32 = 1 << 31;
+pub(crate) const REVERSE: u32 = 1 << 31;
 
 /// Per-flow counters (the data direction and its reverse).
 #[derive(Clone, Debug, Default)]
@@ -155,17 +157,21 @@ pub struct Report {
     pub capture: Option<(u64, u64)>,
     /// The per-hop scheme's own counters summed over nodes (SATGUARD's or LinkGuardian's), by name.
     pub scheme_counters: Vec<(&'static str, u64)>,
+    /// What the LEOTP mid nodes did to packets.
+    pub leotp_host: crate::leotp::LeotpHostStats,
+    /// The LEOTP mid nodes' own counters summed over nodes (`nodes` = 0: none ran).
+    pub leotp: leoguard_net::schemes::leotp::LeotpMidTotals,
 }
 
 impl Report {
     /// Packets neither delivered, nor dropped with a cause, nor taken by a per-hop scheme, nor still in
     /// flight (counting those the schemes created): must be zero.
     pub fn unexplained(&self) -> i64 {
-        let s = &self.scheme_host;
-        (self.entered + s.generated) as i64
+        let (s, l) = (&self.scheme_host, &self.leotp_host);
+        (self.entered + s.generated + l.generated) as i64
             - self.delivered as i64
             - self.drops.values().sum::<u64>() as i64
-            - s.absorbed as i64
+            - (s.absorbed + l.intercepted) as i64
             - self.in_flight as i64
     }
 }
@@ -212,8 +218,8 @@ pub struct DataPlane {
     hosts: Vec<Host>,
     /// host index by node.
     host_of: Vec<Option<usize>>,
-    addr_node: HashMap<AddrKey, u32>,
-    flows: Vec<FlowCfg>,
+    pub(crate) addr_node: HashMap<AddrKey, u32>,
+    pub(crate) flows: Vec<FlowCfg>,
     cfg: EmuConfig,
     pub(crate) bufs: Vec<u8>,
     pub(crate) meta: Vec<Meta>,
@@ -233,6 +239,8 @@ pub struct DataPlane {
     t0: u64,
     /// The per-hop scheme's state: hooks by node, masters of retransmittable packets.
     pub(crate) schemes: crate::schemes::SchemeHost,
+    /// The LEOTP mid nodes, by node.
+    pub(crate) leotp: crate::leotp::LeotpHost,
     /// Ids of flows the configuration does not name (ping, neighbour chatter), by 5-tuple.
     extra_flows: HashMap<(u32, u32, u8, u16, u16), u32>,
     /// The capture tap, if any.
@@ -245,12 +253,13 @@ type EvKey = u32;
 impl DataPlane {
     /// Opens a TUN device in every host's namespace and prepares the network; `hooks` are the per-hop
     /// scheme's hooks by node (leoguard-net's `build_hooks`), whose fields travel in `scheme`'s
-    /// Hop-by-Hop options.
+    /// Hop-by-Hop options; `leotp` the LEOTP mid nodes (a node runs a hook or a mid node, not both).
     pub fn open(
         net: EmuNet,
         cfg: EmuConfig,
         hooks: leoguard_net::schemes::NodeHooks,
         scheme: WireScheme,
+        leotp: crate::leotp::LeotpHost,
     ) -> Result<DataPlane, EmuError> {
         let bad = |field: &str, value: String, reason: &str| EmuError::Invalid {
             field: field.into(),
@@ -261,6 +270,9 @@ impl DataPlane {
             return Err(bad("pool_packets", cfg.pool_packets.to_string(), "must be in [1, 4194304]"));
         }
         let nodes = net.nodes;
+        if let Some(&(n, _)) = hooks.iter().find(|(n, _)| leotp.runs_at(*n)) {
+            return Err(bad("leotp", format!("node {n}"), "runs a per-hop scheme's hook and a LEOTP mid node"));
+        }
         let mut host_of = vec![None; net.nodes];
         let mut addr_node = HashMap::new();
         let mut hosts = Vec::new();
@@ -310,6 +322,7 @@ impl DataPlane {
             report: Report::default(),
             t0: 0,
             schemes: crate::schemes::SchemeHost::new(hooks, scheme, nodes, cfg.retain_ms * 1_000_000),
+            leotp,
             extra_flows: HashMap::new(),
             tap: cfg.capture.as_ref().map(|c| crate::capture::Tap::new(c, nodes)),
             cfg,
@@ -631,6 +644,7 @@ impl DataPlane {
                 self.arrive_at(to, LinkId(l), slot, at);
             }
             Ev::Timer { node, token } => self.with_hook(node, |a, c| a.on_timer(token, c)),
+            Ev::LeotpTimer(node) => self.leotp_timer(node, at),
             Ev::Controls(i) => {
                 let actions = self.batches[i as usize].take().unwrap_or_default();
                 for a in actions {
@@ -756,6 +770,8 @@ impl DataPlane {
         self.report.scheme_host = self.schemes.stats;
         self.report.in_flight = (self.cfg.pool_packets - self.free.len()) as u64 - self.schemes.stats.masters_live;
         self.report.scheme_counters = self.schemes.counters();
+        self.report.leotp_host = self.leotp.stats;
+        self.report.leotp = self.leotp.totals();
         self.report.cpu_s = leoguard_os::cpu_seconds() - cpu0;
         if let (Some(tap), Some(c)) = (self.tap.as_ref(), self.cfg.capture.as_ref()) {
             self.report.capture = Some(tap.write(&c.path).map_err(os(format!("writing the capture {}", c.path)))?);

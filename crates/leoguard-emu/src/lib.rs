@@ -9,6 +9,7 @@ pub mod config;
 pub mod dataplane;
 pub mod hbh;
 pub mod hist;
+pub mod leotp;
 pub mod net;
 pub mod packet;
 pub mod report;

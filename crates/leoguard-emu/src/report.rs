@@ -56,6 +56,14 @@ pub fn to_json(r: &Report, late_us: u64) -> Value {
             "masters_evicted_early": r.scheme_host.masters_evicted_early,
             "retx_without_bytes": r.scheme_host.retx_without_bytes, "unstamped": r.scheme_host.unstamped,
         },
+        "leotp": (r.leotp.nodes > 0).then(|| {
+            let mut m: serde_json::Map<String, Value> =
+                r.leotp.fields().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+            m.insert("intercepted".into(), json!(r.leotp_host.intercepted));
+            m.insert("generated".into(), json!(r.leotp_host.generated));
+            m.insert("malformed".into(), json!(r.leotp_host.malformed));
+            Value::Object(m)
+        }),
         "driver_error": r.driver_error,
         "priority_set": r.priority_set,
         "flows": r.flows.iter().map(|f| json!({

@@ -313,6 +313,9 @@ impl DataPlane {
             wire::apply_hbh(h.as_ref(), &mut self.pkts[slot as usize]);
         }
         self.pkts[slot as usize].hops += 1;
+        if self.leotp.runs_at(node) && self.leotp_intercept(node, slot, t) {
+            return;
+        }
         if self.pass_hook(node, slot, |a, p, c| a.on_arrive(link, p, c)) {
             self.handle_at(node, slot, t);
         }

@@ -4,6 +4,7 @@
 
 use crate::sim::scenario;
 use crate::LeoguardError;
+use leoguard_emu::leotp::LeotpHost;
 use leoguard_emu::{DataPlane, EmuConfig, EmuNet};
 use leoguard_net::schemes::wire::WireScheme;
 use leoguard_net::schemes::{build_hooks, hooked_nodes, HopScheme, NodeHooks};
@@ -19,9 +20,12 @@ struct Built {
     duration: leoguard_core::Duration,
     hooks: NodeHooks,
     wire: WireScheme,
+    leotp: LeotpHost,
 }
 
-fn build(spec: &Bound<'_, PyDict>) -> PyResult<Built> {
+/// Builds the emulated network; `leotp_ends` are the (producer, consumer) nodes of the LEOTP flows the
+/// data plane intercepts (a scenario's LEOTP mid nodes run where the simulator would put them).
+fn build(spec: &Bound<'_, PyDict>, leotp_ends: &[u32]) -> PyResult<Built> {
     let s = scenario(spec)?;
     s.validate().map_err(|e| LeoguardError::new_err(e.to_string()))?;
     let mut net = EmuNet::new(s.nodes as usize, s.seed);
@@ -40,8 +44,22 @@ fn build(spec: &Bound<'_, PyDict>) -> PyResult<Built> {
         }
         None => Vec::new(),
     };
+    let leotp = if leotp_ends.is_empty() {
+        LeotpHost::none()
+    } else {
+        if wire != WireScheme::None {
+            return Err(LeoguardError::new_err(
+                "invalid satguard/linkguardian = on: LEOTP's mid nodes are the per-node scheme of a run with LEOTP \
+                 flows: give one or the other",
+            ));
+        }
+        let err = |e: leoguard_proto::leotp::LeotpError| LeoguardError::new_err(e.to_string());
+        let mids = leoguard_sim::scenario::placed_mid_nodes(&s, leotp_ends)
+            .map_err(|e| LeoguardError::new_err(e.to_string()))?;
+        LeotpHost::new(s.leotp.cfg, &mids, net.nodes).map_err(err)?
+    };
     let ends = s.flows.iter().map(|f| (f.src, f.dst)).collect();
-    Ok(Built { ends, net, duration: s.duration, hooks, wire })
+    Ok(Built { ends, net, duration: s.duration, hooks, wire, leotp })
 }
 
 /// A path's links as (from, to, rate_bps, delay_ns); a scheduled link's rate is its peak.
@@ -52,7 +70,7 @@ type PathLinks = Vec<(u32, u32, u64, u64)>;
 /// a link with a rate schedule gives its peak rate).
 #[pyfunction]
 fn emu_check(spec: &Bound<'_, PyDict>) -> PyResult<Vec<Option<PathLinks>>> {
-    let Built { ends, net, .. } = build(spec)?;
+    let Built { ends, net, .. } = build(spec, &[])?;
     Ok(ends
         .iter()
         .map(|&(src, dst)| {
@@ -76,9 +94,13 @@ fn emu_check(spec: &Bound<'_, PyDict>) -> PyResult<Vec<Option<PathLinks>>> {
 fn emu_dataplane(py: Python<'_>, spec: &Bound<'_, PyDict>, cfg_json: &str) -> PyResult<String> {
     let cfg: EmuConfig =
         serde_json::from_str(cfg_json).map_err(|e| LeoguardError::new_err(format!("invalid emulator config: {e}")))?;
-    let b = build(spec)?;
+    let mut ends: Vec<u32> = cfg.flows.iter().filter(|f| f.leotp).flat_map(|f| [f.src, f.dst]).collect();
+    ends.sort_unstable();
+    ends.dedup();
+    let b = build(spec, &ends)?;
     let duration = b.duration;
-    let dp = DataPlane::open(b.net, cfg, b.hooks, b.wire).map_err(|e| LeoguardError::new_err(e.to_string()))?;
+    let dp =
+        DataPlane::open(b.net, cfg, b.hooks, b.wire, b.leotp).map_err(|e| LeoguardError::new_err(e.to_string()))?;
     leoguard_os::install_signal_handlers().map_err(|e| LeoguardError::new_err(format!("signal handlers: {e}")))?;
     py.allow_threads(|| {
         let stdin = std::io::stdin();

@@ -78,8 +78,9 @@ def check(scenario: Scenario, spec: dict[str, Any]) -> list[list[tuple[int, int,
     for i, f in enumerate(scenario.flows):
         if f.kind in ("webrtc", "leotp"):
             raise LeoguardError(
-                f"invalid flows[{i}].kind = {f.kind}: the emulator runs tcp, cbr and web flows (WebRTC and LEOTP "
-                "on real packets are not built yet)"
+                f"invalid flows[{i}].kind = {f.kind}: the emulator runs tcp, cbr and web flows (WebRTC on real "
+                "packets is not built; LEOTP runs through leoguard.emu.leotp.emulate_leotp or `leoguard emu "
+                "leotp-sweep`)"
             )
         if f.kind == "web" and f.http != "2":
             raise LeoguardError(f"invalid flows[{i}].http = {f.http}: the emulator's web server speaks HTTP/2 only")
@@ -202,7 +203,8 @@ class App(Protocol):
         ...
 
     def account(self) -> dict[str, int]:
-        """Its data direction for the data plane: {"src", "dst", "proto", "port"} (destination port; 0: any)."""
+        """Its data direction for the data plane: {"src", "dst", "proto", "port"} (destination port; 0: any),
+        and "leotp": true for a LEOTP flow whose datagrams the data plane's mid nodes take in."""
         ...
 
     def start_servers(self, hosts: AppHosts) -> None:

@@ -26,7 +26,7 @@ use crate::host::{Agent, Ctx};
 use crate::link::LinkId;
 use crate::packet::Packet;
 use leoguard_core::{Duration, Instant};
-use leoguard_proto::leotp::{Face, LeotpConfig, LeotpError, LeotpHeader, LeotpType, MidNode, MidStats, Transmit};
+use leoguard_proto::leotp::{Face, LeotpConfig, LeotpError, LeotpHeader, LeotpType, MidNode, MidStats};
 use std::sync::Arc;
 
 /// Packet flag: a LEOTP datagram (clear of the TCP, web and WebRTC flags, which use bits 0-7).
@@ -303,11 +303,31 @@ impl SentRing {
     }
 }
 
-/// The LEOTP mid node of one network node.
+/// One datagram a mid node sends ([`LeotpMid::drain`]).
+#[derive(Clone, Copy, Debug)]
+pub struct MidSend<'a> {
+    /// The flow id.
+    pub flow: u32,
+    /// The face it leaves by (upstream: toward the producer).
+    pub face: Face,
+    /// Its header.
+    pub header: LeotpHeader,
+    /// The LEOTP datagram as written (header, and the payload when `carry_payload` is on).
+    pub datagram: &'a [u8],
+    /// When the producer sent the range (Data downstream, kept across the queue and the cache), or
+    /// now (what the mid node makes itself: Interests, VPHs).
+    pub sent_at: Instant,
+    /// Data at or below what already went down (a cache answer or late Data that filled a hole).
+    pub retx: bool,
+}
+
+/// A LEOTP mid node with the bookkeeping both engines need around [`MidNode`]: producer send times per
+/// segment, what went down per flow, its timer, its counters. Engine-agnostic: the simulator's
+/// [`LeotpHook`] wraps it in the host interface (ranges as packet fields), the emulator in its data
+/// plane (real datagrams, `carry_payload` on).
 #[derive(Debug)]
-pub struct LeotpHook {
+pub struct LeotpMid {
     mid: MidNode,
-    flows: Arc<LeotpFlows>,
     /// Per flow id: producer send times (created with the flow's first Data here) and the end of
     /// the highest range sent downstream.
     sent: Vec<Option<(SentRing, u32)>>,
@@ -320,17 +340,19 @@ pub struct LeotpHook {
     resent: u64,
 }
 
-impl LeotpHook {
-    /// A mid node with configuration `cfg` for the flows in `flows`.
-    pub fn new(cfg: LeotpConfig, flows: Arc<LeotpFlows>) -> Result<LeotpHook, LeotpError> {
+impl LeotpMid {
+    /// A mid node with configuration `cfg`.
+    pub fn new(cfg: LeotpConfig) -> Result<LeotpMid, LeotpError> {
         let ring = if cfg.in_network_retx { cfg.cache_blocks as usize * 4096 / cfg.mss as usize + 1 } else { 1024 };
-        Ok(LeotpHook {
+        // Only the header is written when payloads are not carried (the simulator carries ranges).
+        let buf =
+            if cfg.carry_payload { leoguard_proto::leotp::LEOTP_MTU } else { leoguard_proto::leotp::LEOTP_HEADER_LEN };
+        Ok(LeotpMid {
             mss: cfg.mss,
             ring: ring.clamp(1024, 1 << 20),
             mid: MidNode::new(cfg)?,
-            flows,
             sent: Vec::new(),
-            buf: vec![0; leoguard_proto::leotp::LEOTP_HEADER_LEN],
+            buf: vec![0; buf],
             armed: None,
             max_queue: 0,
             resent: 0,
@@ -350,64 +372,114 @@ impl LeotpHook {
         t
     }
 
-    fn ring_of(&mut self, flow: u32) -> &mut (SentRing, u32) {
+    fn ring_of(sent: &mut Vec<Option<(SentRing, u32)>>, mss: u32, ring: usize, flow: u32) -> &mut (SentRing, u32) {
         let f = flow as usize;
-        if self.sent.len() <= f {
-            self.sent.resize(f + 1, None);
+        if sent.len() <= f {
+            sent.resize(f + 1, None);
         }
-        let (mss, ring) = (self.mss, self.ring);
-        self.sent[f].get_or_insert_with(|| (SentRing::new(mss, ring), 0))
+        sent[f].get_or_insert_with(|| (SentRing::new(mss, ring), 0))
+    }
+
+    /// A packet of `flow` arriving on `face` (Interests from downstream, Data from upstream), sent by
+    /// the producer at `sent_at` if it is Data; `payload` as [`MidNode::handle_packet`] takes it.
+    pub fn arrive(&mut self, now: Instant, flow: u32, face: Face, h: LeotpHeader, payload: &[u8], sent_at: Instant) {
+        if h.kind == LeotpType::Data && h.len > 0 {
+            Self::ring_of(&mut self.sent, self.mss, self.ring, flow).0.note(h.start, sent_at);
+        }
+        self.mid.handle_packet(now, u64::from(flow), face, h, payload);
+    }
+
+    /// The mid node's timer fired at `now` (the one [`LeotpMid::drain`] asked for, or later).
+    pub fn on_timer(&mut self, now: Instant) {
+        if self.armed.is_some_and(|a| a <= now) {
+            self.armed = None;
+        }
+        self.mid.on_timer(now);
+    }
+
+    /// Hands `emit` every datagram ready at `now`; returns a timer to arm, if a new one is needed.
+    pub fn drain(&mut self, now: Instant, mut emit: impl FnMut(MidSend<'_>)) -> Option<Instant> {
+        while let Some(t) = self.mid.poll_transmit(now, &mut self.buf) {
+            let flow = t.flow as u32;
+            let h = t.header;
+            let (sent_at, retx) = match t.face {
+                Face::Upstream => (now, false),
+                Face::Downstream => {
+                    let q = self.mid.queued(t.flow) as u64;
+                    self.max_queue = self.max_queue.max(q + 1);
+                    match h.kind {
+                        LeotpType::Data if h.len > 0 => {
+                            // A range at or below what already went down is sent again: from the
+                            // cache, or late Data that filled a hole here. It keeps the producer's
+                            // send time of its first copy.
+                            let (ring, high) = Self::ring_of(&mut self.sent, self.mss, self.ring, flow);
+                            let retx = h.end <= *high;
+                            *high = (*high).max(h.end);
+                            (ring.get(h.start).unwrap_or(now), retx)
+                        }
+                        _ => (now, false),
+                    }
+                }
+            };
+            self.resent += u64::from(retx);
+            let n = t.wire_len.min(self.buf.len());
+            emit(MidSend { flow, face: t.face, header: h, datagram: &self.buf[..n], sent_at, retx });
+        }
+        let at = self.mid.poll_timeout()?;
+        // A deadline already due is work `on_timer` does at once; one in the past after a drain (a
+        // refill not yet applied) is retried a microsecond later, never in a loop at `now`.
+        let at = at.max(now + Duration::from_micros(1));
+        if self.armed.is_none_or(|a| at < a || a < now) {
+            self.armed = Some(at);
+            return Some(at);
+        }
+        None
+    }
+}
+
+/// The LEOTP mid node of one network node, on the host interface (the simulator's packets).
+#[derive(Debug)]
+pub struct LeotpHook {
+    core: LeotpMid,
+    flows: Arc<LeotpFlows>,
+}
+
+impl LeotpHook {
+    /// A mid node with configuration `cfg` for the flows in `flows`.
+    pub fn new(cfg: LeotpConfig, flows: Arc<LeotpFlows>) -> Result<LeotpHook, LeotpError> {
+        Ok(LeotpHook { core: LeotpMid::new(cfg)?, flows })
+    }
+
+    /// The mid node (for its counters).
+    pub fn mid(&self) -> &MidNode {
+        self.core.mid()
+    }
+
+    /// This node's counters.
+    pub fn totals(&self) -> LeotpMidTotals {
+        self.core.totals()
     }
 
     /// Sends what the mid node has ready now and arms the next timer.
     fn drain(&mut self, ctx: &mut Ctx) {
-        let now = ctx.now();
-        // Only the header is written: the simulator carries ranges, not payload bytes.
-        while let Some(t) = self.mid.poll_transmit(now, &mut self.buf) {
-            self.emit(&t, ctx);
-        }
-        if let Some(at) = self.mid.poll_timeout() {
-            // A deadline already due is work `on_timer` does at once; one in the past after a drain
-            // (a refill not yet applied) is retried a microsecond later, never in a loop at `now`.
-            let at = at.max(now + Duration::from_micros(1));
-            if self.armed.is_none_or(|a| at < a || a < now) {
-                self.armed = Some(at);
-                ctx.timer(at, 0);
-            }
-        }
-    }
-
-    fn emit(&mut self, t: &Transmit, ctx: &mut Ctx) {
-        let flow = t.flow as u32;
-        let Some(ends) = self.flows.get(flow) else { return };
-        let now = ctx.now();
-        let h = t.header;
-        let p = match t.face {
-            Face::Upstream => to_packet(flow, ends.producer, &h, now),
-            Face::Downstream => {
-                let q = self.mid.queued(t.flow) as u64;
-                self.max_queue = self.max_queue.max(q + 1);
-                let (sent_at, retx) = match h.kind {
-                    LeotpType::Data if h.len > 0 => {
-                        // A range at or below what already went down is sent again: from the
-                        // cache, or late Data that filled a hole here. It keeps the producer's
-                        // send time of its first copy.
-                        let (ring, high) = self.ring_of(flow);
-                        let retx = h.end <= *high;
-                        *high = (*high).max(h.end);
-                        (ring.get(h.start).unwrap_or(now), retx)
+        let flows = &self.flows;
+        let timer = self.core.drain(ctx.now(), |s| {
+            let Some(ends) = flows.get(s.flow) else { return };
+            let p = match s.face {
+                Face::Upstream => to_packet(s.flow, ends.producer, &s.header, s.sent_at),
+                Face::Downstream => {
+                    let mut p = to_packet(s.flow, ends.consumer, &s.header, s.sent_at);
+                    if s.retx {
+                        p.flags |= FLAG_LEOTP_RETX;
                     }
-                    _ => (now, false),
-                };
-                self.resent += u64::from(retx);
-                let mut p = to_packet(flow, ends.consumer, &h, sent_at);
-                if retx {
-                    p.flags |= FLAG_LEOTP_RETX;
+                    p
                 }
-                p
-            }
-        };
-        ctx.send(p);
+            };
+            ctx.send(p);
+        });
+        if let Some(at) = timer {
+            ctx.timer(at, 0);
+        }
     }
 }
 
@@ -421,11 +493,7 @@ impl Agent for LeotpHook {
     fn on_packet(&mut self, _p: &Packet, _ctx: &mut Ctx) {}
 
     fn on_timer(&mut self, _token: u64, ctx: &mut Ctx) {
-        let now = ctx.now();
-        if self.armed.is_some_and(|a| a <= now) {
-            self.armed = None;
-        }
-        self.mid.on_timer(now);
+        self.core.on_timer(ctx.now());
         self.drain(ctx);
     }
 
@@ -436,14 +504,9 @@ impl Agent for LeotpHook {
         }
         let face = match h.kind {
             LeotpType::Interest => Face::Downstream,
-            LeotpType::Data => {
-                if h.len > 0 {
-                    self.ring_of(p.flow).0.note(h.start, p.sent_at);
-                }
-                Face::Upstream
-            }
+            LeotpType::Data => Face::Upstream,
         };
-        self.mid.handle_packet(ctx.now(), u64::from(p.flow), face, h, &[]);
+        self.core.arrive(ctx.now(), p.flow, face, h, &[], p.sent_at);
         self.drain(ctx);
         false
     }

@@ -96,15 +96,21 @@ fn flows(s: &Scenario) -> LeotpFlows {
     t
 }
 
+/// The nodes that run a LEOTP mid node in scenario `s` for flows whose ends are `ends` (the
+/// `leotp.mid_nodes` placement, its random draw seeded by the scenario): the one rule both engines
+/// use, so the simulator and the emulator put mid nodes in the same places.
+pub fn placed_mid_nodes(s: &Scenario, ends: &[u32]) -> Result<Vec<u32>, ScenarioError> {
+    let sat = satellite_test(s);
+    mid_nodes(s.nodes, ends, sat.as_deref(), s.leotp.placement, s.seed).map_err(field_error)
+}
+
 /// Attaches a mid node to every node the placement picks (none without LEOTP flows).
 pub(super) fn attach_mid_nodes(s: &Scenario, sim: &mut Sim) -> Result<Vec<AgentId>, ScenarioError> {
     if !has_leotp(s) {
         return Ok(Vec::new());
     }
     let table = Arc::new(flows(s));
-    let sat = satellite_test(s);
-    let mids =
-        mid_nodes(s.nodes, &table.end_nodes(), sat.as_deref(), s.leotp.placement, s.seed).map_err(field_error)?;
+    let mids = placed_mid_nodes(s, &table.end_nodes())?;
     let built = build_hooks(s.leotp.sim_config(), &table, &mids).map_err(field_error)?;
     Ok(built.into_iter().map(|(n, h)| sim.attach_hook(NodeId(n), h)).collect())
 }
