@@ -19,6 +19,12 @@ from leoguard.scenario import from_dict
 from leoguard.tunnel import binary
 
 
+def _leftovers() -> list[str]:
+    from leoguard.emu.hosts import NETNS_DIR, PREFIX
+
+    return sorted(p.name for p in NETNS_DIR.glob(PREFIX + "*")) if NETNS_DIR.exists() else []
+
+
 def _require() -> None:
     if os.geteuid() != 0:
         pytest.fail("the emulator tests need root (network namespaces, TUN devices)")
@@ -122,6 +128,22 @@ def test_mid_nodes_in_the_data_plane_repair_losses_in_the_network_and_drop_malfo
     assert res.apps["junk"][0] == 0, res.apps["junk"]
     # One-way delay of the Data from the producer's send: the path's 8 x 20 ms and serialisation at least.
     assert r["owd_ms_p50"] > 160.0, r["owd_ms_p50"]
+
+
+def test_mid_nodes_beside_another_per_node_scheme_are_refused_as_in_the_simulator():
+    from leoguard.simulate import simulate
+
+    text = re.escape("invalid satguard = on: LEOTP's mid nodes are the per-node")
+    sim = loss_sweep_scenario(0.0, 4.0, cc="leotp").model_dump()
+    sim["satguard"] = {}
+    with pytest.raises(LeoguardError, match=text):
+        simulate(from_dict(sim))
+    _require()
+    d = loss_sweep_scenario(0.0, 4.0).model_dump()
+    d["satguard"] = {}
+    with pytest.raises(LeoguardError, match=text):
+        emulate_leotp(from_dict(d), producer=0, consumer=8, seconds=2.0)
+    assert _leftovers() == []
 
 
 def test_bad_leotp_runs_are_refused_naming_the_field():

@@ -47,16 +47,10 @@ fn build(spec: &Bound<'_, PyDict>, leotp_ends: &[u32]) -> PyResult<Built> {
     let leotp = if leotp_ends.is_empty() {
         LeotpHost::none()
     } else {
-        if wire != WireScheme::None {
-            return Err(LeoguardError::new_err(
-                "invalid satguard/linkguardian = on: LEOTP's mid nodes are the per-node scheme of a run with LEOTP \
-                 flows: give one or the other",
-            ));
-        }
-        let err = |e: leoguard_proto::leotp::LeotpError| LeoguardError::new_err(e.to_string());
-        let mids = leoguard_sim::scenario::placed_mid_nodes(&s, leotp_ends)
-            .map_err(|e| LeoguardError::new_err(e.to_string()))?;
-        LeotpHost::new(s.leotp.cfg, &mids, net.nodes).map_err(err)?
+        let err = |e: &dyn std::fmt::Display| LeoguardError::new_err(e.to_string());
+        leoguard_sim::scenario::refuse_other_schemes(&s).map_err(|e| err(&e))?;
+        let mids = leoguard_sim::scenario::placed_mid_nodes(&s, leotp_ends).map_err(|e| err(&e))?;
+        LeotpHost::new(s.leotp.cfg, &mids, net.nodes).map_err(|e| err(&e))?
     };
     let ends = s.flows.iter().map(|f| (f.src, f.dst)).collect();
     Ok(Built { ends, net, duration: s.duration, hooks, wire, leotp })

@@ -14,7 +14,7 @@ use leoguard_proto::tcp::{TcpConfig, TcpReceiver, TcpSender};
 
 mod leotp;
 mod results;
-pub use leotp::{placed_mid_nodes, LeotpSpec};
+pub use leotp::{placed_mid_nodes, refuse_other_schemes, LeotpSpec};
 use results::{agent, collect};
 pub use results::{
     AppDelayRow, DropRow, FlowResult, InterruptionRow, LinkRow, LinkSeriesRow, PacketRow, RunResult, SeriesRow,

@@ -55,9 +55,15 @@ pub(super) fn validate(s: &Scenario) -> Result<(), ScenarioError> {
             }
         }
     }
-    if !has_leotp(s) {
-        return Ok(());
+    if has_leotp(s) {
+        refuse_other_schemes(s)?;
     }
+    Ok(())
+}
+
+/// Refuses a per-node scheme beside LEOTP's mid nodes (they are the per-node scheme of a run with LEOTP
+/// flows), naming the other scheme: both engines call it.
+pub fn refuse_other_schemes(s: &Scenario) -> Result<(), ScenarioError> {
     let others = [
         ("satguard", s.satguard.is_some()),
         ("linkguardian", s.linkguardian.is_some()),
