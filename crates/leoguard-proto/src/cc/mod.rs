@@ -26,6 +26,8 @@ pub struct AckEvent {
     pub prior_in_flight: u64,
     /// Bytes in flight after it.
     pub in_flight: u64,
+    /// Bytes newly marked lost while this ACK was processed (Linux `rs->losses`, in bytes).
+    pub lost_bytes: u64,
     /// The latest RTT sample, if this ACK gave one (Karn's rule: none for retransmitted data).
     pub rtt: Option<Duration>,
     /// Smoothed RTT (RFC 6298).
@@ -51,6 +53,7 @@ impl AckEvent {
             bytes_acked: bytes,
             prior_in_flight: 0,
             in_flight: 0,
+            lost_bytes: 0,
             rtt: Some(rtt),
             srtt: rtt,
             min_rtt: rtt,

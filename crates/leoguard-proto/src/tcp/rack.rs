@@ -31,6 +31,30 @@ pub(super) fn sent_after(t1: Instant, seq1: u64, t2: Instant, seq2: u64) -> bool
     t1 > t2 || (t1 == t2 && seq1 > seq2)
 }
 
+/// Deliveries RACK is told of later: an ACK's cumulatively acknowledged segments, which Linux walks
+/// (`tcp_clean_rtx_queue`) after its SACK blocks (`tcp_sacktag_write_queue`), so that RACK's RTT ends
+/// as the last cumulatively acknowledged segment's, not the newest SACKed one's.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Deferred {
+    rtt: Option<Duration>,
+    xmit: Option<(Instant, u64)>,
+}
+
+impl Deferred {
+    /// A segment sent at `sent_at` ending at `end` was delivered at `now`; a retransmitted segment
+    /// whose RTT is below min_rtt was probably the original's delivery: ambiguous, ignored.
+    pub fn note(&mut self, now: Instant, sent_at: Instant, end: u64, retransmitted: bool, min_rtt: Duration) {
+        let rtt = now.saturating_duration_since(sent_at);
+        if retransmitted && rtt < min_rtt {
+            return;
+        }
+        self.rtt = Some(rtt);
+        if self.xmit.is_none_or(|(t, e)| sent_after(sent_at, end, t, e)) {
+            self.xmit = Some((sent_at, end));
+        }
+    }
+}
+
 impl Rack {
     pub fn new() -> Rack {
         Rack { steps: 1, ..Default::default() }
@@ -40,13 +64,20 @@ impl Rack {
     /// `tcp_rack_advance`). A retransmitted segment whose RTT is below min_rtt was probably the
     /// original's delivery: ambiguous, ignored.
     pub fn advance(&mut self, now: Instant, sent_at: Instant, end: u64, retransmitted: bool, min_rtt: Duration) {
-        let rtt = now.saturating_duration_since(sent_at);
-        if retransmitted && rtt < min_rtt {
-            return;
+        let mut d = Deferred::default();
+        d.note(now, sent_at, end, retransmitted, min_rtt);
+        self.apply(d);
+    }
+
+    /// Applies deliveries noted in `d` as if `advance` had been called for each, in order, now.
+    pub fn apply(&mut self, d: Deferred) {
+        if let Some(rtt) = d.rtt {
+            self.rtt = rtt;
         }
-        self.rtt = rtt;
-        if self.xmit.is_none_or(|(t, e)| sent_after(sent_at, end, t, e)) {
-            self.xmit = Some((sent_at, end));
+        if let Some((t, e)) = d.xmit {
+            if self.xmit.is_none_or(|(xt, xe)| sent_after(t, e, xt, xe)) {
+                self.xmit = Some((t, e));
+            }
         }
     }
 

@@ -367,3 +367,31 @@ fn the_rate_sample_of_a_resent_segment_starts_at_the_resend() {
     assert_eq!(last.delivered, MSS);
     assert_eq!(last.interval, Duration::from_millis(40));
 }
+
+#[test]
+fn an_ack_that_acknowledges_old_data_and_sacks_new_data_gives_rack_the_old_rtt() {
+    // Linux walks an ACK's SACK blocks (`tcp_sacktag_write_queue`) before its cumulative part
+    // (`tcp_clean_rtx_queue`), and RACK's RTT is that of the last segment it heard of. After an outage
+    // the first ACK acknowledges, cumulatively, data delivered before the outage (whose ACKs were lost)
+    // and SACKs the first segment sent after it: RACK's RTT is then the old data's, long, and the
+    // segments lost in the outage are marked one ACK later, by the next SACK alone.
+    let mut tx = TcpSender::new(linux(), Box::new(Aimd { cwnd: 100 * MSS, mss: MSS }), Some(60 * MSS));
+    let t0 = Instant(1_000_000_000);
+    let rtt = Duration::from_millis(40);
+    assert_eq!(send_all(&mut tx, t0).len(), 60);
+    let t1 = t0 + rtt;
+    tx.on_ack(t1, &sack_ack(20, &[], Some(t0))); // min_rtt 40 ms
+                                                 // A 30 ms outage: 20..30 are delivered but their ACKs lost, 30..60 are lost. Then 60..80 go out.
+    let t2 = t1 + Duration::from_millis(30);
+    tx.write(20 * MSS);
+    assert_eq!(send_all(&mut tx, t2).len(), 20);
+    let t3 = t2 + rtt;
+    tx.on_ack(t3, &sack_ack(30, &[(60, 61)], Some(t2)));
+    assert_eq!(tx.stats.recoveries, 0, "RACK's RTT is 20..30's (110 ms): 30..60 are not yet overdue");
+    assert!(tx.poll_transmit(t3).is_none());
+    let t4 = t3 + Duration::from_micros(300);
+    tx.on_ack(t4, &sack_ack(30, &[(60, 62)], Some(t2)));
+    assert_eq!(tx.stats.recoveries, 1, "the next SACK alone gives RACK 40 ms: 30..60 are lost");
+    let resend = tx.poll_transmit(t4).expect("a retransmission");
+    assert_eq!((resend.seq, resend.retransmission), (30 * MSS, true));
+}

@@ -1,7 +1,9 @@
 //! BBR v1 (draft-cardwell-iccrg-bbr-congestion-control-00) as Linux `net/ipv4/tcp_bbr.c` does it:
 //! a windowed-max bottleneck-bandwidth filter over 10 rounds, a 10 s min_rtt filter, the
 //! STARTUP / DRAIN / PROBE_BW / PROBE_RTT state machine, cwnd = 2·BDP plus a quantisation budget, and
-//! loss handling limited to packet conservation in the first round of recovery.
+//! loss handling as `bbr_set_cwnd_to_recover_or_restore`: each ACK takes the bytes it newly marked
+//! lost off cwnd, the first round of recovery (counted from the ACK that entered it) conserves
+//! packets, and leaving recovery restores the window saved before it.
 //!
 //! Random loss does not lower the model: only the bandwidth and RTT samples do. That is BBR v1's
 //! known property (and flaw) which the project's loss experiments rely on.
@@ -143,6 +145,9 @@ pub struct Bbr {
     cycle_stamp: Instant,
     ca_state: CaState,
     packet_conservation: bool,
+    /// Recovery was entered since the last ACK: the next ACK starts its conservation round (Linux
+    /// compares `prev_ca_state` with the socket's state there).
+    recovery_entered: bool,
     /// The last known good cwnd, restored after recovery or PROBE_RTT (Linux `prior_cwnd`).
     prior_cwnd: u64,
     /// Loss was detected since the last ACK (stands in for Linux `rs->losses`).
@@ -187,6 +192,7 @@ impl Bbr {
             cycle_stamp: Instant::ZERO,
             ca_state: CaState::Open,
             packet_conservation: false,
+            recovery_entered: false,
             prior_cwnd: 0,
             loss_pending: false,
             idle_restart: false,
@@ -416,22 +422,36 @@ impl Bbr {
         }
     }
 
-    /// Linux `bbr_set_cwnd` with `bbr_set_cwnd_to_recover_or_restore`: packet conservation in the
-    /// first recovery round, otherwise slow-start towards 2·BDP + quantisation budget.
+    /// Linux `bbr_set_cwnd` with `bbr_set_cwnd_to_recover_or_restore`: the bytes this ACK marked lost
+    /// come off cwnd; the ACK that finds recovery newly entered starts a round there (its own
+    /// deliveries counted, so the round ends only when data sent after it is acknowledged) and cuts
+    /// cwnd to what is in flight plus what it acknowledged; during that round each ACK releases as
+    /// much as it acknowledged (packet conservation); otherwise cwnd slow-starts towards 2·BDP +
+    /// quantisation budget.
     fn set_cwnd(&mut self, ack: &AckEvent) {
         let acked = ack.bytes_acked;
         if acked > 0 {
+            let mut cwnd = self.cwnd;
+            if ack.lost_bytes > 0 {
+                cwnd = cwnd.saturating_sub(ack.lost_bytes).max(self.mss);
+            }
+            if self.recovery_entered {
+                self.recovery_entered = false;
+                self.packet_conservation = true;
+                self.next_round_delivered = self.delivered;
+                cwnd = ack.in_flight + acked;
+            }
             if self.packet_conservation {
                 // Draft §4.2.3.4: send one segment per segment acked in the first recovery round.
-                self.cwnd = self.cwnd.max(ack.in_flight + acked);
+                self.cwnd = cwnd.max(ack.in_flight + acked);
             } else {
                 let target = self.quantization_budget(self.bdp(self.bw.get(), self.cwnd_gain));
                 if self.full_bw_reached {
-                    self.cwnd = (self.cwnd + acked).min(target);
-                } else if self.cwnd < target || self.delivered < self.init_cwnd {
-                    self.cwnd += acked;
+                    cwnd = (cwnd + acked).min(target);
+                } else if cwnd < target || self.delivered < self.init_cwnd {
+                    cwnd += acked;
                 }
-                self.cwnd = self.cwnd.max(CWND_MIN_SEGMENTS * self.mss);
+                self.cwnd = cwnd.max(CWND_MIN_SEGMENTS * self.mss);
             }
         }
         if self.mode == Mode::ProbeRtt {
@@ -481,14 +501,13 @@ impl CongestionControl for Bbr {
         self.loss_pending = false;
     }
 
-    fn on_congestion_event(&mut self, _now: Instant, in_flight: u64) {
-        // Linux `bbr_ssthresh` saves the window, then the first ACK in TCP_CA_Recovery starts packet
-        // conservation and a new round, cutting cwnd to what is actually in flight.
+    fn on_congestion_event(&mut self, _now: Instant, _in_flight: u64) {
+        // Linux `bbr_ssthresh` saves the window; the window itself is BBR's to set on the next ACK
+        // (`set_cwnd`), which starts packet conservation and a new round. Until then (recovery entered
+        // by the reordering timer) cwnd stays as it was, as in Linux.
         self.save_cwnd();
         self.ca_state = CaState::Recovery;
-        self.packet_conservation = true;
-        self.next_round_delivered = self.delivered;
-        self.cwnd = in_flight.max(self.mss);
+        self.recovery_entered = true;
         self.loss_pending = true;
     }
 
@@ -497,6 +516,7 @@ impl CongestionControl for Bbr {
         // round of conservation and nothing after.
         self.cwnd = self.cwnd.max(self.prior_cwnd);
         self.packet_conservation = false;
+        self.recovery_entered = false;
         self.ca_state = CaState::Open;
     }
 
@@ -521,6 +541,7 @@ impl CongestionControl for Bbr {
         self.cwnd = self.mss;
         self.ca_state = CaState::Loss;
         self.packet_conservation = false;
+        self.recovery_entered = false;
         self.full_bw = 0;
         self.round_start = true;
         self.loss_pending = true;

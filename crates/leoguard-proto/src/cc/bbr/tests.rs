@@ -44,6 +44,7 @@ impl Script {
                 bytes_acked: chunk,
                 prior_in_flight: in_flight + chunk,
                 in_flight,
+                lost_bytes: 0,
                 rtt: Some(rtt_sample),
                 srtt: rtt_sample,
                 min_rtt: self.rtt,
@@ -266,6 +267,8 @@ fn packet_sim(rate: Bps, prop: Duration, loss: f64, secs: u64) -> (f64, Bbr) {
     let (mut delivered_time, mut first_sent) = (Instant::ZERO, Instant::ZERO);
     let (mut recovery_point, mut min_rtt, mut srtt) = (None::<u64>, Duration(u64::MAX), Duration::ZERO);
     let mut goodput_bytes = 0u64;
+    // Losses found since the last ACK that delivered something: the next one reports them.
+    let mut lost_unreported = 0u64;
     while now < end {
         let ack_t = pipe.front().map(|p| p.ack_at);
         let send_t = (in_flight + MSS <= cc.cwnd()).then_some(now.max(next_send));
@@ -276,6 +279,7 @@ fn packet_sim(rate: Bps, prop: Duration, loss: f64, secs: u64) -> (f64, Bbr) {
                 let prior_in_flight = in_flight;
                 in_flight -= MSS;
                 if p.lost {
+                    lost_unreported += MSS;
                     if recovery_point.is_none() {
                         recovery_point = Some(seq);
                         cc.on_congestion_event(now, in_flight);
@@ -303,6 +307,7 @@ fn packet_sim(rate: Bps, prop: Duration, loss: f64, secs: u64) -> (f64, Bbr) {
                     bytes_acked: MSS,
                     prior_in_flight,
                     in_flight,
+                    lost_bytes: std::mem::take(&mut lost_unreported),
                     rtt: Some(rtt),
                     srtt,
                     min_rtt,
@@ -361,4 +366,65 @@ fn one_percent_random_loss_keeps_eighty_percent_of_capacity() {
     let (util, cc) = packet_sim(Bps::mbps(20), Duration::from_millis(40), 0.01, 20);
     assert!(util >= 0.8, "utilisation {util} under 1 % loss");
     assert!(within(cc.bw().0, Bps::mbps(20).0, 0.1), "bw {:?}", cc.bw());
+}
+
+/// An ACK of one segment sent when `prior_delivered` bytes had been delivered, `total` delivered now,
+/// `in_flight` left after it and `lost` newly marked lost by it.
+fn recovery_ack(prior_delivered: u64, total: u64, in_flight: u64, lost: u64) -> AckEvent {
+    AckEvent {
+        bytes_acked: MSS,
+        prior_in_flight: in_flight + MSS + lost,
+        in_flight,
+        lost_bytes: lost,
+        rtt: Some(Duration::from_millis(20)),
+        srtt: Duration::from_millis(20),
+        min_rtt: Duration::from_millis(20),
+        rate: Some(RateSample {
+            delivered: 10 * MSS,
+            interval: Duration::from_millis(20),
+            prior_delivered,
+            total_delivered: total,
+            is_app_limited: false,
+        }),
+        in_recovery: true,
+        cwnd_limited: true,
+    }
+}
+
+#[test]
+fn recovery_conserves_packets_for_the_round_that_starts_at_the_ack_entering_it() {
+    // Linux `bbr_set_cwnd_to_recover_or_restore`: the ACK that finds recovery entered cuts cwnd to
+    // in flight + acked and starts a round counting its own deliveries; until data sent after it is
+    // acknowledged, each ACK releases what it acknowledged; then cwnd slow-starts (+acked per ACK).
+    let mut cc = Bbr::with_seed(MSS, 10, 3);
+    let mut s = Script::new(Duration::from_millis(20), Bps::mbps(50));
+    for _ in 0..30 {
+        s.round(&mut cc);
+    }
+    assert_eq!(cc.mode(), Mode::ProbeBw);
+    let good = cc.cwnd();
+    assert!(good > 100 * MSS, "{good}");
+    let d = s.total;
+    // An outage: most of the window is lost. The recovery's first ACK acknowledges a segment sent
+    // before it (prior_delivered d) and marks 60 segments lost; 30 are left in flight.
+    cc.on_congestion_event(s.now, 30 * MSS);
+    assert_eq!(cc.cwnd(), good, "the window is BBR's to set on the next ACK");
+    cc.on_ack(s.now, &recovery_ack(d, d + MSS, 30 * MSS, 60 * MSS));
+    assert_eq!(cc.cwnd(), 31 * MSS);
+    // More ACKs of segments sent before recovery: one out per one in, however many.
+    let mut total = d + MSS;
+    for k in 1..=20 {
+        total += MSS;
+        cc.on_ack(s.now, &recovery_ack(d - (k % 3) * MSS, total, 30 * MSS, 0));
+        assert_eq!(cc.cwnd(), 31 * MSS, "ACK {k} of the conservation round");
+    }
+    // The ACK of a segment sent after recovery began ends the round: +acked from then on...
+    cc.on_ack(s.now, &recovery_ack(d + MSS, total + MSS, 30 * MSS, 0));
+    assert_eq!(cc.cwnd(), 32 * MSS);
+    // ...less what each ACK newly marks lost (an ACK for P segments releases at most 2P).
+    cc.on_ack(s.now, &recovery_ack(d + 2 * MSS, total + 2 * MSS, 20 * MSS, 5 * MSS));
+    assert_eq!(cc.cwnd(), 28 * MSS);
+    // Leaving recovery restores the window saved when it began.
+    cc.on_recovery_end(s.now);
+    assert_eq!(cc.cwnd(), good);
 }

@@ -26,6 +26,7 @@ impl TcpSender {
             self.retrans_out -= 1;
         }
         self.pipe -= u64::from(s.len);
+        self.lost_total += u64::from(s.len);
         self.lost.push(Reverse(s.seq));
     }
 

@@ -8,7 +8,7 @@ mod recovery;
 mod stall;
 mod timers;
 
-use super::rack::Rack;
+use super::rack::{Deferred, Rack};
 use super::{Ack, Recovery, Segment, TcpConfig};
 use crate::cc::{AckEvent, CongestionControl, RateSample};
 use crate::startcp::SendingController;
@@ -83,6 +83,8 @@ pub struct TcpSender {
     /// Bytes outstanding that are neither SACKed nor marked lost (RFC 6675's pipe).
     pipe: u64,
     lost: BinaryHeap<Reverse<u64>>,
+    /// Bytes ever marked lost (Linux `tp->lost`, in bytes): an ACK's share is its `lost_bytes`.
+    lost_total: u64,
     /// Retransmissions in send order, for RACK.
     retx: VecDeque<(u64, Instant)>,
     highest_sacked: u64,
@@ -162,6 +164,7 @@ impl TcpSender {
             flight: VecDeque::new(),
             pipe: 0,
             lost: BinaryHeap::new(),
+            lost_total: 0,
             retx: VecDeque::new(),
             highest_sacked: 0,
             sacked_segs: 0,
@@ -487,6 +490,7 @@ impl TcpSender {
     pub fn on_ack(&mut self, now: Instant, ack: &Ack) {
         self.peer_rwnd = ack.rwnd;
         let prior_in_flight = self.pipe;
+        let prior_lost = self.lost_total;
         let prior_highest_sacked = self.highest_sacked;
         let mut bytes_acked = 0u64;
         let mut newly_sacked = false;
@@ -503,6 +507,8 @@ impl TcpSender {
             self.on_dsack(ds, de);
         }
         let advanced = ack.cum > self.snd_una;
+        // RACK hears of the cumulatively acknowledged segments after the SACKed ones, as in Linux.
+        let mut cum_rack = Deferred::default();
         while let Some(front) = self.flight.front() {
             if front.end() > ack.cum {
                 break;
@@ -527,7 +533,7 @@ impl TcpSender {
                     self.rack.reord_seen = true;
                 }
             }
-            self.rack.advance(now, s.sent_at, s.end(), s.retrans, self.min_rtt);
+            cum_rack.note(now, s.sent_at, s.end(), s.retrans, self.min_rtt);
             consider(&s, &mut newest);
         }
         if advanced {
@@ -593,6 +599,7 @@ impl TcpSender {
                 self.note_sacked_span(self.flight[first].seq, last.end());
             }
         }
+        self.rack.apply(cum_rack);
         if let Some(r) = rtt {
             self.rtt_sample(r);
             if let Some(star) = &mut self.star {
@@ -664,6 +671,7 @@ impl TcpSender {
                 bytes_acked,
                 prior_in_flight,
                 in_flight: self.pipe,
+                lost_bytes: self.lost_total - prior_lost,
                 rtt,
                 srtt: self.srtt.unwrap_or(Duration::ZERO),
                 min_rtt: if self.min_rtt.0 == u64::MAX { Duration::ZERO } else { self.min_rtt },

@@ -40,6 +40,7 @@ impl TcpSender {
             if !s.lost {
                 s.lost = true;
                 self.pipe -= u64::from(s.len);
+                self.lost_total += u64::from(s.len);
                 if self.packet_events {
                     self.cc.on_packet_lost(now, s.sent_at, u64::from(s.len));
                 }
