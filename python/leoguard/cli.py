@@ -577,13 +577,9 @@ def emu_leotp_sweep(
     owd_ms, paper_throughput_mbps, retransmissions, realtime_ok, ...}."""
     from leoguard.emu.leotp import emu_loss_sweep
 
-    rows = emu_loss_sweep(
-        tuple(loss) if loss else (0.0, 0.1, 1.0),
-        duration_s=duration,
-        schemes=tuple(scheme) if scheme else ("leotp", "cubic", "bbr"),
-        seed=seed,
-        with_sim=not no_sim,
-    )
+    # Options left out take the function's defaults.
+    given: dict[str, Any] = {"losses": tuple(loss or ()), "schemes": tuple(scheme or ())}
+    rows = emu_loss_sweep(**{k: v for k, v in given.items() if v}, duration_s=duration, seed=seed, with_sim=not no_sim)
     if as_json:
         _emit(rows)
         return

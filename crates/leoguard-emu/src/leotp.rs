@@ -116,45 +116,18 @@ impl LeotpHost {
 /// A UDP datagram's place in an IP packet: (IPv6, source, destination, payload start, payload end);
 /// `None` for anything else (other protocols, fragments, lengths that do not add up).
 pub fn udp_payload(p: &[u8]) -> Option<(bool, End, End, usize, usize)> {
-    let (v6, src, dst, off, end) = match p.first()? >> 4 {
-        4 => {
-            let ihl = usize::from(p[0] & 0x0f) * 4;
-            let total = usize::from(u16::from_be_bytes([*p.get(2)?, *p.get(3)?]));
-            let frag = u16::from_be_bytes([*p.get(6)?, *p.get(7)?]) & 0x3fff;
-            if ihl < 20 || total < ihl || total > p.len() || frag != 0 || p[9] != 17 {
-                return None;
-            }
-            let s = crate::packet::v4_key(p[12..16].try_into().ok()?);
-            let d = crate::packet::v4_key(p[16..20].try_into().ok()?);
-            (false, s, d, ihl, total)
-        }
-        6 => {
-            if p.len() < 40 {
-                return None;
-            }
-            let total = 40 + usize::from(u16::from_be_bytes([p[4], p[5]]));
-            let (mut nh, mut off) = (p[6], 40);
-            if nh == 0 {
-                nh = *p.get(off)?;
-                off += (usize::from(*p.get(off + 1)?) + 1) * 8;
-            }
-            if nh != 17 || total > p.len() {
-                return None;
-            }
-            let s = u128::from_be_bytes(p[8..24].try_into().ok()?);
-            let d = u128::from_be_bytes(p[24..40].try_into().ok()?);
-            (true, s, d, off, total)
-        }
-        _ => return None,
-    };
-    let u = p.get(off..off + 8)?;
-    let ulen = usize::from(u16::from_be_bytes([u[4], u[5]]));
-    if ulen < 8 || off + ulen > end {
+    let h = crate::packet::parse(p)?;
+    let off = h.transport?;
+    if h.proto != 17 || h.ip_len > p.len() {
         return None;
     }
-    let sport = u16::from_be_bytes([u[0], u[1]]);
-    let dport = u16::from_be_bytes([u[2], u[3]]);
-    Some((v6, (src, sport), (dst, dport), off + 8, off + ulen))
+    let u = p.get(off..off + 8)?;
+    let ulen = usize::from(u16::from_be_bytes([u[4], u[5]]));
+    // A first fragment's UDP length runs past its IP length.
+    if ulen < 8 || off + ulen > h.ip_len {
+        return None;
+    }
+    Some((h.v6, (h.src, h.sport), (h.dst, h.dport), off + 8, off + ulen))
 }
 
 /// Writes an IP packet carrying UDP `payload` from `src` to `dst` into `buf` (IPv4 with its header
@@ -205,11 +178,7 @@ pub fn write_udp(buf: &mut [u8], v6: bool, src: End, dst: End, payload: &[u8]) -
 
 /// The IPv4 header checksum (RFC 791) of `h` with its checksum field zero.
 fn ipv4_checksum(h: &[u8]) -> u16 {
-    let mut sum: u32 = h.chunks_exact(2).map(|c| u32::from(u16::from_be_bytes([c[0], c[1]]))).sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+    leoguard_wire::udp::internet_checksum(&[h])
 }
 
 impl DataPlane {

@@ -27,6 +27,10 @@ pub struct Header {
     pub multicast: bool,
     /// IPv6 (else IPv4).
     pub v6: bool,
+    /// Where the transport header starts (`None` in a later IPv4 fragment, which carries none).
+    pub transport: Option<usize>,
+    /// The packet's length as its IP header gives it (IPv4 total length, IPv6 40 + payload length).
+    pub ip_len: usize,
 }
 
 const HOP_BY_HOP: u8 = 0;
@@ -34,7 +38,7 @@ const HOP_BY_HOP: u8 = 0;
 /// Parses an IP packet's header; `None` if it is not a well-formed IPv4 or IPv6 packet.
 pub fn parse(p: &[u8]) -> Option<Header> {
     let version = p.first()? >> 4;
-    let (src, dst, mut proto, mut off, multicast) = match version {
+    let (src, dst, mut proto, mut off, multicast, ip_len) = match version {
         4 => {
             let ihl = usize::from(p[0] & 0x0f) * 4;
             if ihl < 20 || p.len() < ihl {
@@ -46,7 +50,8 @@ pub fn parse(p: &[u8]) -> Option<Header> {
             let frag_off = u16::from_be_bytes([p[6], p[7]]) & 0x1fff;
             let proto = p[9];
             let off = if frag_off == 0 { ihl } else { usize::MAX };
-            (v4_key(s), v4_key(d), proto, off, (224..240).contains(&d[0]))
+            let total = usize::from(u16::from_be_bytes([p[2], p[3]]));
+            (v4_key(s), v4_key(d), proto, off, (224..240).contains(&d[0]), total)
         }
         6 => {
             if p.len() < 40 {
@@ -54,7 +59,7 @@ pub fn parse(p: &[u8]) -> Option<Header> {
             }
             let s = u128::from_be_bytes(p[8..24].try_into().ok()?);
             let d = u128::from_be_bytes(p[24..40].try_into().ok()?);
-            (s, d, p[6], 40, p[24] == 0xff)
+            (s, d, p[6], 40, p[24] == 0xff, 40 + usize::from(u16::from_be_bytes([p[4], p[5]])))
         }
         _ => return None,
     };
@@ -70,7 +75,8 @@ pub fn parse(p: &[u8]) -> Option<Header> {
         }
         _ => (0, 0),
     };
-    Some(Header { src, dst, proto, sport, dport, multicast, v6: version == 6 })
+    let transport = (off != usize::MAX).then_some(off);
+    Some(Header { src, dst, proto, sport, dport, multicast, v6: version == 6, transport, ip_len })
 }
 
 #[cfg(test)]

@@ -20,11 +20,11 @@ pub struct UdpPacket<'a> {
     pub payload: &'a [u8],
 }
 
-/// The Internet checksum (RFC 1071) over the IPv6 pseudo-header (RFC 8200 §8.1) and `upper`, the
-/// upper-layer packet with its checksum field as it stands.
-pub fn ipv6_pseudo_checksum(src: &Ipv6Addr, dst: &Ipv6Addr, next_header: u8, upper: &[u8]) -> u16 {
+/// The Internet checksum (RFC 1071) of `parts` taken as one byte string: the one's-complement sum of
+/// its 16-bit words, complemented. Every part but the last must have an even length.
+pub fn internet_checksum(parts: &[&[u8]]) -> u16 {
     let mut sum: u64 = 0;
-    let mut add = |bytes: &[u8]| {
+    for bytes in parts {
         let mut chunks = bytes.chunks_exact(2);
         for c in &mut chunks {
             sum += u64::from(u16::from_be_bytes([c[0], c[1]]));
@@ -32,17 +32,19 @@ pub fn ipv6_pseudo_checksum(src: &Ipv6Addr, dst: &Ipv6Addr, next_header: u8, upp
         if let [last] = chunks.remainder() {
             sum += u64::from(*last) << 8;
         }
-    };
-    add(&src.octets());
-    add(&dst.octets());
-    // Upper-Layer Packet Length is 32 bits in the pseudo-header; UDP lengths fit in 16.
-    add(&(upper.len() as u32).to_be_bytes());
-    add(&[0, 0, 0, next_header]);
-    add(upper);
+    }
     while sum > 0xFFFF {
         sum = (sum & 0xFFFF) + (sum >> 16);
     }
     !(sum as u16)
+}
+
+/// The Internet checksum (RFC 1071) over the IPv6 pseudo-header (RFC 8200 §8.1) and `upper`, the
+/// upper-layer packet with its checksum field as it stands.
+pub fn ipv6_pseudo_checksum(src: &Ipv6Addr, dst: &Ipv6Addr, next_header: u8, upper: &[u8]) -> u16 {
+    // Upper-Layer Packet Length is 32 bits in the pseudo-header; UDP lengths fit in 16.
+    let len = (upper.len() as u32).to_be_bytes();
+    internet_checksum(&[&src.octets(), &dst.octets(), &len, &[0, 0, 0, next_header], upper])
 }
 
 impl<'a> UdpPacket<'a> {
