@@ -13,10 +13,19 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from leoguard.cli_common import JsonOpt, StoreOpt, _emit, console
+from leoguard.cli_common import (
+    JsonOpt,
+    StoreOpt,
+    _emit,
+    check_out_dir,
+    check_out_file,
+    console,
+    out_dir_cb,
+    run_app,
+)
 from leoguard.cli_reproduce import reproduce_app
 from leoguard.cli_train import train_app
-from leoguard.errors import LeoguardError
+from leoguard.errors import LeoguardError, make_dir
 
 app = typer.Typer(help="leoguard: concealing packet loss in LEO satellite networks.", no_args_is_help=True)
 constellation_app = typer.Typer(help="Constellations: presets, parameters, TLE export.", no_args_is_help=True)
@@ -130,7 +139,9 @@ def path(
     isl_max_lat: Annotated[float | None, typer.Option(help="Cut cross-plane ISLs above this |latitude|.")] = None,
     epoch: Annotated[str | None, typer.Option(help="UTC time of t=0, ISO 8601 (default 2026-01-01T00:00:00Z).")] = None,
     seed: Annotated[int, typer.Option(help="Seed for interruption draws.")] = 1,
-    out: Annotated[Path, typer.Option(help="Directory for Parquet files and the PNG.")] = Path("out/path"),
+    out: Annotated[Path, typer.Option(help="Directory for Parquet files and the PNG.", callback=out_dir_cb)] = Path(
+        "out/path"
+    ),
     plot: Annotated[bool, typer.Option(help="Write path.png (RTT with handovers + world map).")] = True,
     as_json: JsonOpt = False,
 ) -> None:
@@ -249,7 +260,9 @@ def bench_fec(
 @app.command("run")
 def run_scenario(
     scenario: Annotated[Path, typer.Argument(help="Scenario TOML file (see scenarios/).")],
-    out: Annotated[Path | None, typer.Option(help="Directory for Parquet results (default out/<name>).")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Directory for Parquet results (default out/<name>).", callback=out_dir_cb)
+    ] = None,
     seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
     duration: Annotated[float | None, typer.Option(help="Override duration_s.")] = None,
     as_json: JsonOpt = False,
@@ -278,7 +291,7 @@ def run_scenario(
                 bar.update(task, completed=now_s, hops=f"{hops:,} packet-hops")
 
         res = simulate(sc, base_dir=scenario.parent, progress=progress, interruptible=True)
-    files = res.write(out or Path("out") / sc.name)
+    files = res.write(out or Path("out") / sc.dir_name)
     summ = res.summary()
     summ["files"] = {k: str(v) for k, v in files.items()}
     if not res.complete:
@@ -334,7 +347,8 @@ def ablation(
     seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
     duration: Annotated[float | None, typer.Option(help="Override duration_s.")] = None,
     out: Annotated[
-        Path | None, typer.Option(help="Directory for the table and each run (default out/<name>-ablation).")
+        Path | None,
+        typer.Option(help="Directory for the table and each run (default out/<name>-ablation).", callback=out_dir_cb),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -350,8 +364,8 @@ def ablation(
             err.print(f"running [bold]{name}[/]: {VARIANTS[name][0]}")
 
     ab = run_ablation(scenario, variant, seed=seed, duration_s=duration, progress=progress)
-    d = out or Path("out") / f"{ab.scenario.name}-ablation"
-    d.mkdir(parents=True, exist_ok=True)
+    d = out or Path("out") / f"{ab.scenario.dir_name}-ablation"
+    make_dir(d)
     ab.table.write_parquet(d / "ablation.parquet")
     for name, res in ab.runs.items():
         res.write(d / name)
@@ -381,7 +395,7 @@ def results_list(store: StoreOpt = Path("results"), as_json: JsonOpt = False) ->
     """The stored runs, newest first."""
     from leoguard.store import ResultStore
 
-    with ResultStore(store) as st:
+    with ResultStore(store, read_only=True) as st:
         df = st.runs()
     if as_json:
         _emit(df.with_columns(df["created"].cast(str)).to_dicts() if not df.is_empty() else [])
@@ -402,7 +416,7 @@ def results_query(
     """Runs SQL over the catalogue and prints the rows."""
     from leoguard.store import ResultStore
 
-    with ResultStore(store) as st:
+    with ResultStore(store, read_only=True) as st:
         df = st.query(sql)
     if as_json:
         _emit(df.to_dicts())
@@ -476,8 +490,14 @@ def bench_tunnel(
 @emu_app.command("run")
 def emu_run(
     scenario: Annotated[Path, typer.Argument(help="Scenario TOML file: the same files `leoguard run` takes.")],
-    out: Annotated[Path | None, typer.Option(help="Directory for Parquet results (default out/<name>-emu).")] = None,
-    store: Annotated[Path | None, typer.Option(help="Also put the run into this result store.")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Directory for Parquet results (default out/<name>-emu).", callback=out_dir_cb),
+    ] = None,
+    store: Annotated[
+        Path | None,
+        typer.Option(help="Also put the run into this result store.", callback=lambda v: check_out_dir(v, "--store")),
+    ] = None,
     seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
     duration: Annotated[float | None, typer.Option(help="Override duration_s.")] = None,
     as_json: JsonOpt = False,
@@ -490,7 +510,7 @@ def emu_run(
 
     sc = load_scenario(scenario, seed=seed, duration_s=duration)
     res = emulate(sc, base_dir=scenario.parent)
-    files = res.write(out or Path("out") / f"{sc.name}-emu")
+    files = res.write(out or Path("out") / f"{sc.dir_name}-emu")
     if store is not None:
         from leoguard.store import ResultStore, run_key
 
@@ -528,7 +548,14 @@ class _EmuView:
 @validate_app.command("sim-vs-emu")
 def validate_sim_vs_emu(
     quick: Annotated[bool, typer.Option("--quick", help="Only the clean CUBIC chain, 6 s (a smoke run).")] = False,
-    write: Annotated[Path | None, typer.Option("--write", help="Also write the markdown table to this file.")] = None,
+    write: Annotated[
+        Path | None,
+        typer.Option(
+            "--write",
+            help="Also write the markdown table to this file.",
+            callback=lambda v: check_out_file(v, "--write"),
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run the fixed cross-validation set on the simulator and on the emulator (root): a 3 x 20 Mbit/s
@@ -631,7 +658,7 @@ def bench_emu(
 
 @app.command("demo")
 def demo(
-    out: Annotated[Path, typer.Option(help="Output directory.")] = Path("out/demo"),
+    out: Annotated[Path, typer.Option(help="Output directory.", callback=out_dir_cb)] = Path("out/demo"),
     duration: Annotated[float | None, typer.Option(help="Seconds to simulate (default 90).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the loss draws and handover interruptions.")] = 1,
     as_json: JsonOpt = False,
@@ -697,15 +724,28 @@ def demo(
     console.print(f"figure: {files['png']}\nresults: {out}")
 
 
-def main() -> None:
-    """Entry point: user errors print one clear line and exit with status 2."""
-    try:
-        app()
-    except LeoguardError as e:
-        from rich.markup import escape
+def _print_version(value: bool) -> None:
+    if value:
+        from leoguard._core import __version__
 
-        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {escape(str(e))}")
-        sys.exit(2)
+        sys.stdout.write(f"leoguard {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print leoguard's version and exit.", is_eager=True, callback=_print_version),
+    ] = False,
+) -> None:
+    """leoguard: concealing packet loss in LEO satellite networks."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: user errors print one clear line (and, with --json, an {"error", "field"} object on
+    stdout) and exit with status 2."""
+    run_app(app, argv)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
-"""What the command line's modules share: the console, the `--json` and `--store` options and the JSON
-printer."""
+"""What the command line's modules share: the console, the `--json`, `--store` and `--out` options,
+the JSON printer, the output-place checks, and `main`'s error handling (one line, exit status 2)."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -11,11 +13,154 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from leoguard.errors import LeoguardError
+
 console = Console()
+
+
+def _flags_show_no_type() -> None:
+    """Typer (0.2x with click >= 8.2) prints a flag's help as `--json <bool>`, which invites `--json true`
+    (an error): a flag takes no value, so its help shows none."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "_leoguard", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    display_type_rich._leoguard = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_show_no_type()
+
+
+def check_out_dir(path: Path | None, option: str = "--out") -> Path | None:
+    """Refuses, before any work, an output directory that cannot be made: an existing file, a parent
+    that is a file or not writable, a name too long for the file system. Creates nothing."""
+    if path is None:
+        return None
+    p = Path(path)
+    if p.exists():
+        if not p.is_dir():
+            raise LeoguardError(f"invalid {option} {p}: it is a file, not a directory")
+        if not os.access(p, os.W_OK | os.X_OK):
+            raise LeoguardError(f"invalid {option} {p}: the directory is not writable")
+        return p
+    _check_creatable(p, option)
+    return p
+
+
+def check_out_file(path: Path | None, option: str) -> Path | None:
+    """Refuses, before any work, an output file that cannot be written: a directory, a missing or
+    unwritable parent directory."""
+    if path is None:
+        return None
+    p = Path(path)
+    if p.is_dir():
+        raise LeoguardError(f"invalid {option} {p}: it is a directory, not a file")
+    parent = p.parent
+    if not parent.exists():
+        raise LeoguardError(f"invalid {option} {p}: the directory {parent} does not exist")
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise LeoguardError(f"invalid {option} {p}: {parent} is not a writable directory")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise LeoguardError(f"invalid {option} {p}: the file is not writable")
+    _check_name_lengths(p, option)
+    return p
+
+
+def _check_name_lengths(p: Path, option: str) -> None:
+    long = next((part for part in p.parts if len(os.fsencode(part)) > 255), None)
+    if long is not None:
+        raise LeoguardError(f"invalid {option}: the name {long[:40]}… is longer than 255 bytes")
+
+
+def _check_creatable(p: Path, option: str) -> None:
+    _check_name_lengths(p, option)
+    anc = p.parent
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir():
+        raise LeoguardError(f"invalid {option} {p}: {anc} is a file, not a directory")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise LeoguardError(f"invalid {option} {p}: cannot create it, {anc} is not writable")
+
+
+def out_dir_cb(value: Path | None) -> Path | None:
+    """Typer callback for an `--out` directory (Typer passes the value to a one-parameter callback)."""
+    return check_out_dir(value, "--out")
+
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
 StoreOpt = Annotated[Path, typer.Option("--store", help="The result store's directory.")]
+WriteStoreOpt = Annotated[
+    Path, typer.Option("--store", help="The result store's directory.", callback=lambda v: check_out_dir(v, "--store"))
+]
+"""A store this command writes: checked before any run."""
 
 
 def _emit(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, default=str) + "\n")
+
+
+_FIELDS = (
+    re.compile(r"^invalid scenario \S+: ([\w.\[\]-]+): "),  # a scenario field, as pydantic names it
+    re.compile(r"^invalid (--?[\w-]+|[A-Za-z_][\w.\[\]]*) (?:= |\S)"),  # invalid seed = -1 / invalid --out x
+    re.compile(r"^(--?[\w-]+|[A-Za-z_][\w.\[\]]*) = "),  # flows[0].src = 7 is not a node
+    re.compile(r"^(--[\w-]+)\b"),  # --engine 'x': choose ...
+)
+
+
+def error_field(message: str) -> str | None:
+    """The field or option an error message names first (`seed` in "invalid seed = -1: ..."), or None."""
+    for pat in _FIELDS:
+        m = pat.match(message)
+        if m:
+            return m.group(1)
+    return None
+
+
+def fail(message: str, as_json: bool, field: str | None = None) -> None:
+    """Prints a user error as one line on stderr (and, with --json, as {"error", "field"} on stdout);
+    exits with status 2."""
+    from rich.markup import escape
+
+    line = " ".join(message.split())
+    if len(line) > 400:
+        line = line[:400] + f"… ({len(line)} characters)"
+    if as_json:
+        _emit({"error": line, "field": field if field is not None else error_field(line)})
+    Console(stderr=True, soft_wrap=True, highlight=False).print(f"[red]error:[/] {escape(line)}")
+    sys.exit(2)
+
+
+def run_app(app: typer.Typer, argv: list[str] | None = None) -> None:
+    """Runs the Typer app: user errors (LeoguardError, bad options and arguments) are one line and exit
+    status 2; --help and a command's own exit status pass through."""
+    try:  # Typer >= 0.2x vendors click as typer._click; older Typer uses click itself.
+        from typer._click import exceptions as click_exc
+    except ImportError:  # pragma: no cover - depends on the installed Typer
+        from click import exceptions as click_exc  # type: ignore[no-redef]
+
+    args = sys.argv[1:] if argv is None else argv
+    as_json = "--json" in args
+    try:
+        rc = app(args=args, prog_name="leoguard", standalone_mode=False)
+    except LeoguardError as e:
+        fail(str(e), as_json, getattr(e, "field", None))
+    except click_exc.NoArgsIsHelpError:
+        sys.exit(2)  # the help was printed when the error was made
+    except click_exc.UsageError as e:
+        param = getattr(e, "param", None)
+        field = getattr(e, "option_name", None) or (param.opts[0] if param is not None and param.opts else None)
+        cmd = e.ctx.command_path.partition(" ")[2] if e.ctx else ""
+        fail(e.format_message() + (f" (in `leoguard {cmd}`)" if cmd else ""), as_json, field)
+    except click_exc.ClickException as e:
+        fail(e.format_message(), as_json)
+    except (typer.Abort, KeyboardInterrupt):
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
+    sys.exit(rc if isinstance(rc, int) else 0)

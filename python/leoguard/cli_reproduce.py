@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from leoguard.cli_common import JsonOpt, StoreOpt, _emit, console
+from leoguard.cli_common import JsonOpt, WriteStoreOpt, _emit, console, out_dir_cb
 from leoguard.errors import LeoguardError
 
 reproduce_app = typer.Typer(help="Reproduce published results side by side with the papers.", no_args_is_help=True)
@@ -51,10 +51,10 @@ def reproduce_satguard(
         list[str] | None,
         typer.Option("--workload", help="Only these workloads: delay, bulk, web, webrtc (repeatable)."),
     ] = None,
-    store: StoreOpt = Path("results"),
-    out: Annotated[Path, typer.Option(help="Directory for figures, report.md and table.json.")] = Path(
-        "out/reproduce-satguard"
-    ),
+    store: WriteStoreOpt = Path("results"),
+    out: Annotated[
+        Path, typer.Option(help="Directory for figures, report.md and table.json.", callback=out_dir_cb)
+    ] = Path("out/reproduce-satguard"),
     workers: WorkersOpt = 2,
     executor: ExecutorOpt = "local",
     ray_address: RayOpt = None,
@@ -107,7 +107,10 @@ def reproduce_startcp(
     ] = 62.0,
     seed: Annotated[int, typer.Option(help="Run seed.")] = 1,
     out: Annotated[
-        Path | None, typer.Option(help="Also write the per-second figure of each simulated experiment here (PNG).")
+        Path | None,
+        typer.Option(
+            help="Also write the per-second figure of each simulated experiment here (PNG).", callback=out_dir_cb
+        ),
     ] = None,
     study: Annotated[
         bool,
@@ -232,9 +235,9 @@ def reproduce_liquid(
     scenario: Annotated[Path | None, typer.Option(help="Scenario (default scenarios/liquid-oneweb.toml).")] = None,
     flow_s: Annotated[float | None, typer.Option("--flow-s", help="Shorten the flow to this many seconds.")] = None,
     seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
-    out: Annotated[Path, typer.Option(help="Directory for liquid.png, table.md and rows.json.")] = Path(
-        "out/reproduce-liquid"
-    ),
+    out: Annotated[
+        Path, typer.Option(help="Directory for liquid.png, table.md and rows.json.", callback=out_dir_cb)
+    ] = Path("out/reproduce-liquid"),
     as_json: JsonOpt = False,
 ) -> None:
     """Liquid data transport over OneWeb (papers/liquid-data-oneweb.txt): TCP at a 10 Mbit/s target with
@@ -269,10 +272,10 @@ def reproduce_leotp(
             "--experiment", "-e", help="fig12, table2, fig13, fig11, fig10 and/or fig14 (default: all; repeatable)."
         ),
     ] = None,
-    out: Annotated[Path, typer.Option(help="Directory for the figures, report.md and rows.json.")] = Path(
-        "out/reproduce-leotp"
-    ),
-    store: StoreOpt = Path("results"),
+    out: Annotated[
+        Path, typer.Option(help="Directory for the figures, report.md and rows.json.", callback=out_dir_cb)
+    ] = Path("out/reproduce-leotp"),
+    store: WriteStoreOpt = Path("results"),
     workers: WorkersOpt = 2,
     as_json: JsonOpt = False,
 ) -> None:

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from leoguard.cli_common import JsonOpt, _emit, console
+from leoguard.cli_common import JsonOpt, _emit, check_out_file, console
 from leoguard.errors import LeoguardError
 
 train_app = typer.Typer(help="Train learnt policies offline (the rl extra).", no_args_is_help=True)
@@ -20,7 +20,9 @@ train_app = typer.Typer(help="Train learnt policies offline (the rl extra).", no
 def train_startcp(
     episodes: Annotated[int, typer.Option("--episodes", help="Training episodes (4 handovers each).")] = 1500,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the networks, the exploration and the weights.")] = 1,
-    out: Annotated[Path, typer.Option("--out", help="Where the weights file goes.")] = Path("out/startcp_policy.json"),
+    out: Annotated[
+        Path, typer.Option("--out", help="Where the weights file goes.", callback=lambda v: check_out_file(v, "--out"))
+    ] = Path("out/startcp_policy.json"),
     compare: Annotated[
         int, typer.Option("--compare", help="Then score it against the heuristic on this many held-out networks.")
     ] = 0,

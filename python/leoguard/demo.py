@@ -33,6 +33,7 @@ import polars as pl
 from matplotlib.figure import Figure
 
 from leoguard.ablation import VARIANTS
+from leoguard.errors import make_dir
 from leoguard.orbit import Constellation, PathTimeline
 from leoguard.plot import plot_demo
 from leoguard.scenario import ConstellationTopology, Scenario, from_dict
@@ -188,7 +189,7 @@ class Demo:
         """`demo.png`, `summary.json`, each run's tables under `<scheme>/` and the path timeline under
         `path/`."""
         d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
+        make_dir(d)
         files: dict[str, Path] = {}
         fig = self.figure()
         files["png"] = d / "demo.png"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from leoguard._core import LeoguardError
 
-__all__ = ["LeoguardError", "read_user_text"]
+__all__ = ["LeoguardError", "make_dir", "read_user_text"]
 
 
 def read_user_text(path: Path, what: str) -> str:
@@ -26,3 +26,14 @@ def read_user_text(path: Path, what: str) -> str:
         raise LeoguardError(
             f"invalid {what} {path}: not UTF-8 text (byte 0x{data[at]:02x} at offset {at}, line {line}, column {col})"
         ) from e
+
+
+def make_dir(path: str | Path, what: str = "output directory") -> Path:
+    """Creates the directory `path` (and its parents) for results; a place that cannot hold one (a
+    file in the way, no permission, a read-only or virtual file system) is a one-line `LeoguardError`."""
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise LeoguardError(f"cannot create the {what} {p}: {e.strerror or e}") from e
+    return p

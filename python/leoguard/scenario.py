@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from leoguard import _core
 from leoguard.errors import LeoguardError, read_user_text
@@ -47,8 +47,8 @@ __all__ = [
 class PageRange(_Model):
     """`count` consecutive corpus pages from `first`."""
 
-    first: int = Field(default=0, ge=0)
-    count: int = Field(ge=1)
+    first: int = Field(default=0, ge=0, lt=_core.WEB_CORPUS_PAGES)
+    count: int = Field(ge=1, le=_core.WEB_CORPUS_PAGES)
 
 
 class Flow(_Model):
@@ -140,10 +140,30 @@ class RouteChange(_Model):
     link: int | None = Field(default=None, ge=0)
 
 
+MAX_SAMPLES = 10_000_000
+"""The most samples one time series of a run may hold (duration_s / sample_every_s)."""
+
+MAX_NAME_CHARS = 200
+"""The longest scenario name (a label in tables and file listings)."""
+
+
+def safe_dir_name(label: str) -> str:
+    """A directory name for a label: letters, digits, `.`, `_` and `-` kept (Unicode letters too),
+    every other run of characters one `-`, no leading dot or dash, at most 80 characters. A label is
+    never a path: "../../tmp/x" gives "tmp-x"."""
+    import re
+    import unicodedata
+
+    s = re.sub(r"[^\w.-]+", "-", unicodedata.normalize("NFC", label)).strip("-.")
+    s = re.sub(r"\.{2,}", ".", s)[:80].strip("-.")
+    return s or "scenario"
+
+
 class Scenario(_Model):
     """A simulation scenario."""
 
-    name: str = "scenario"
+    name: str = Field(default="scenario", min_length=1, max_length=MAX_NAME_CHARS)
+    """A label: results go to a directory named after it (`dir_name`), never to a path it spells."""
     duration_s: float = Field(gt=0, le=1e6)
     seed: int = Field(default=1, ge=0)
     sample_every_s: float = Field(default=0.1, gt=0)
@@ -169,6 +189,31 @@ class Scenario(_Model):
     startcp: Startcp | None = None
     leotp: Leotp | None = None
     emu: Emu = Emu()
+
+    @field_validator("name")
+    @classmethod
+    def _printable(cls, v: str) -> str:
+        bad = next((c for c in v if not c.isprintable()), None)
+        if bad is not None:
+            raise ValueError(f"a name is a one-line label: it holds the unprintable character {bad!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _bounded_output(self) -> Scenario:
+        # A run's sample series are bounded so that a typo (1e-9 for 1e-1) is an error, not a hang.
+        for field in ("sample_every_s", "link_sample_every_s"):
+            every = getattr(self, field)
+            if every > 0 and self.duration_s / every > MAX_SAMPLES:
+                raise ValueError(
+                    f"{field} = {every:g} gives {self.duration_s / every:.3g} samples over duration_s = "
+                    f"{self.duration_s:g}; a run records at most {MAX_SAMPLES:.0e} per series (raise {field})"
+                )
+        return self
+
+    @property
+    def dir_name(self) -> str:
+        """The directory name results of this scenario go under (see `safe_dir_name`)."""
+        return safe_dir_name(self.name)
 
     @model_validator(mode="after")
     def _shape(self) -> Scenario:
@@ -206,6 +251,8 @@ class Scenario(_Model):
                 raise ValueError(f"flows[{i}]: src and dst are the same node ({f.src})")
             if isinstance(t, LeoPath) and set(ends) != {0, 1}:
                 raise ValueError(f"flows[{i}]: on a leo-path topology flows run between its two ends")
+        if not isinstance(t, LeoPath | ConstellationTopology):
+            self._check_connected(names)
         n_links = len(self.resolved_links())
         for i, e in enumerate(self.events):
             if e.link >= n_links:
@@ -221,6 +268,28 @@ class Scenario(_Model):
             # Satellites are known only once the orbits are computed: those names are checked in to_core.
             self._capture_core(names)
         return self
+
+    def _check_connected(self, names: list[str]) -> None:
+        """Every flow's ends are joined by links (a flow with no path would run and report 100 % loss)."""
+        adj: dict[int, set[int]] = {}
+        for lk in self.resolved_links():
+            adj.setdefault(lk.a, set()).add(lk.b)
+            adj.setdefault(lk.b, set()).add(lk.a)
+        for i, f in enumerate(self.flows):
+            src = self._node_index(f.src, names, f"flows[{i}].src")
+            dst = self._node_index(f.dst, names, f"flows[{i}].dst")
+            seen, todo = {src}, [src]
+            while todo:
+                for n in adj.get(todo.pop(), ()):
+                    if n not in seen:
+                        seen.add(n)
+                        todo.append(n)
+            if dst not in seen:
+                why = "it has no link at all" if dst not in adj else f"no chain of links reaches it from {names[src]}"
+                raise ValueError(
+                    f"flows[{i}]: no route from {names[src]} (node {src}) to {names[dst]} (node {dst}): {why}; "
+                    f"add a [[links]] entry joining them"
+                )
 
     def _capture_core(self, names: list[str]) -> dict[str, Any] | None:
         """The capture with node names resolved to numbers (ValueError naming the field if one is not)."""
@@ -531,12 +600,19 @@ def _leo_timeline(t: LeoPath, duration_s: float, seed: int) -> tuple[Any, Any]:
     return c, tl
 
 
+def _shown(value: Any, limit: int = 60) -> str:
+    """`repr(value)`, cut to `limit` characters with the full length said (a 100 KB value is not echoed)."""
+    r = repr(value)
+    return r if len(r) <= limit else f"{r[:limit]}… ({len(r)} characters)"
+
+
 def _explain(e: ValidationError, source: str) -> LeoguardError:
     lines = []
     for err in e.errors():
-        loc = ".".join(str(x) for x in err["loc"]) or "scenario"
-        got = f" (got {err['input']!r})" if "input" in err and not isinstance(err["input"], dict) else ""
-        lines.append(f"{loc}: {err['msg']}{got}")
+        loc = ".".join(str(x) for x in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        got = f" (got {_shown(err['input'])})" if "input" in err and not isinstance(err["input"], dict) else ""
+        lines.append(f"{loc}: {msg}{got}" if loc else f"{msg}{got}")
     return LeoguardError(f"invalid scenario {source}: " + "; ".join(lines))
 
 

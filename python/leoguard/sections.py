@@ -6,15 +6,54 @@ them; the split keeps each file to one responsibility."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from leoguard.errors import LeoguardError
 
+INT_RANGE = (-(2**63), 2**64 - 1)
+"""What an integer field may hold before its own bounds: a 64-bit value (the Rust core's widest)."""
+
+
+def _allows_bool(annotation: Any) -> bool:
+    if annotation is bool:
+        return True
+    return any(_allows_bool(a) for a in get_args(annotation))
+
+
+def _huge_int(v: Any) -> int | None:
+    """The first integer in `v` (lists searched; tables are models that check their own) outside
+    INT_RANGE, or None."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v if not INT_RANGE[0] <= v <= INT_RANGE[1] else None
+    if isinstance(v, list | tuple):
+        return next((h for x in v if (h := _huge_int(x)) is not None), None)
+    return None
+
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Unknown fields, NaN and infinity are errors; so are true/false where a number belongs (TOML's
+    `duration_s = true` is not 1 s) and integers too large for a 64-bit field (named, not an
+    OverflowError from the core)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_numbers(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        for key, v in data.items():
+            field = cls.model_fields.get(key) if isinstance(key, str) else None
+            if isinstance(v, bool) and field is not None and not _allows_bool(field.annotation):
+                raise ValueError(f"{key} = {str(v).lower()}: expected a number or text, not a boolean")
+            huge = _huge_int(v)
+            if huge is not None:
+                digits = str(huge)
+                shown = digits if len(digits) <= 30 else f"{digits[:20]}… ({len(digits)} digits)"
+                raise ValueError(f"{key}: {shown} is out of range (integers must lie in [-2^63, 2^64 - 1])")
+        return data
 
 
 class Satguard(_Model):

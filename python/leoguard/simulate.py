@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 
 from leoguard import _core
+from leoguard.errors import make_dir
 from leoguard.scenario import Scenario, load_scenario
 
 
@@ -167,7 +168,7 @@ class Results:
         """Parquet per table, plus the resolved scenario, seed and code version as JSON, plus
         `capture.pcap` when the scenario has a `[capture]`."""
         d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
+        make_dir(d)
         out = {}
         tables = [
             "flows",

@@ -52,25 +52,35 @@ def run_key(scenario: Scenario, scheme: str = "", pair: str = "") -> str:
 class ResultStore:
     """A directory with `catalog.duckdb` and `runs/<run_id>/` (Parquet tables + run.json)."""
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, *, read_only: bool = False):
+        """Opens (and, unless `read_only`, creates) the store at `root`. A read-only store must exist
+        already and is never written: reading commands (`results list`, `results query`) create nothing."""
         import duckdb
 
         self.root = Path(root)
         self.runs_dir = self.root / "runs"
-        try:
-            self.runs_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise LeoguardError(f"cannot create the result store at {self.root}: {e.strerror}") from e
         self.catalog = self.root / "catalog.duckdb"
+        if read_only:
+            if not self.root.is_dir():
+                raise LeoguardError(f"no result store at {self.root}: the directory does not exist")
+            if not self.catalog.is_file():
+                raise LeoguardError(f"{self.root} is not a result store: it has no catalog.duckdb")
+        else:
+            try:
+                self.runs_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise LeoguardError(f"cannot create the result store at {self.root}: {e.strerror}") from e
         try:
-            self.db = duckdb.connect(str(self.catalog))
-            self.db.execute(_SCHEMA)
+            self.db = duckdb.connect(str(self.catalog), read_only=read_only)
+            if not read_only:
+                self.db.execute(_SCHEMA)
         except duckdb.Error as e:
             raise LeoguardError(
                 f"the result store's catalogue {self.catalog} cannot be read ({e}); the runs under "
                 f"{self.runs_dir} are intact: move the catalogue away and reopen the store to rebuild it"
             ) from e
-        self._reindex()
+        if not read_only:
+            self._reindex()
 
     def close(self) -> None:
         """Closes the catalogue."""

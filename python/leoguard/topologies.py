@@ -15,6 +15,8 @@ from leoguard.sections import _Model
 # The fastest link either engine takes (leoguard-net's MAX_LINK_RATE, 10 Tbit/s), checked here too so
 # that a typo such as 1e12 is refused naming the field as written, not `rate_bps`.
 MAX_LINK_RATE_MBPS = _core.MAX_LINK_RATE_BPS // 1_000_000
+MAX_DELAY_MS = 3_600_000.0
+"""The longest one-way link delay a scenario takes (one hour: beyond any orbit, a typo's guard)."""
 
 
 class Loss(_Model):
@@ -83,9 +85,9 @@ class Link(_Model):
     a: int = Field(ge=0)
     b: int = Field(ge=0)
     rate_mbps: float = Field(gt=0, le=MAX_LINK_RATE_MBPS)
-    delay_ms: float = Field(ge=0)
+    delay_ms: float = Field(ge=0, le=MAX_DELAY_MS)
     queue_bytes: int | None = Field(default=None, gt=0)
-    queue_packets: int | None = Field(default=None, gt=0)
+    queue_packets: int | None = Field(default=None, gt=0, le=2**32 - 1)
     loss: Loss | None = None
     loss_reverse: Loss | None = None
     rate_schedule: RateSchedule | None = None
@@ -108,9 +110,9 @@ class Chain(_Model):
     kind: Literal["chain"]
     hops: int = Field(ge=1, le=10_000)
     rate_mbps: float = Field(gt=0, le=MAX_LINK_RATE_MBPS)
-    delay_ms: float = Field(ge=0)
+    delay_ms: float = Field(ge=0, le=MAX_DELAY_MS)
     queue_bytes: int | None = Field(default=None, gt=0)
-    queue_packets: int | None = Field(default=None, gt=0)
+    queue_packets: int | None = Field(default=None, gt=0, le=2**32 - 1)
     loss: Loss | None = None
     loss_on: Literal["first", "all"] = "first"
     rate_schedule: RateSchedule | None = None
@@ -143,11 +145,11 @@ class Dumbbell(_Model):
     kind: Literal["dumbbell"]
     pairs: int = Field(ge=1, le=10_000)
     bottleneck_mbps: float = Field(gt=0, le=MAX_LINK_RATE_MBPS)
-    bottleneck_delay_ms: float = Field(ge=0)
+    bottleneck_delay_ms: float = Field(ge=0, le=MAX_DELAY_MS)
     access_mbps: float = Field(default=1000.0, gt=0, le=MAX_LINK_RATE_MBPS)
     access_delay_ms: float | list[float] = 1.0
     queue_bytes: int | None = Field(default=None, gt=0)
-    queue_packets: int | None = Field(default=None, gt=0)
+    queue_packets: int | None = Field(default=None, gt=0, le=2**32 - 1)
     loss: Loss | None = None
 
     @model_validator(mode="after")
@@ -157,6 +159,8 @@ class Dumbbell(_Model):
             raise ValueError(f"access_delay_ms needs {self.pairs} values >= 0, one per pair")
         if isinstance(d, float | int) and d < 0:
             raise ValueError("access_delay_ms must be >= 0")
+        if max(d if isinstance(d, list) else [d]) > MAX_DELAY_MS:
+            raise ValueError(f"access_delay_ms must be <= {MAX_DELAY_MS:g} (one hour)")
         return self
 
 
@@ -164,7 +168,7 @@ class PathSpec(_Model):
     """One of the two paths of a `two-path` topology."""
 
     rate_mbps: float = Field(gt=0, le=MAX_LINK_RATE_MBPS)
-    delay_ms: float = Field(ge=0)
+    delay_ms: float = Field(ge=0, le=MAX_DELAY_MS)
     loss: Loss | None = None
 
 
@@ -180,7 +184,7 @@ class TwoPath(_Model):
     switch_every_s: float = Field(gt=0)
     interruption_ms: float = Field(default=0.0, ge=0)
     queue_bytes: int | None = Field(default=None, gt=0)
-    queue_packets: int | None = Field(default=None, gt=0)
+    queue_packets: int | None = Field(default=None, gt=0, le=2**32 - 1)
 
 
 #: How the global schedule picks a slot's satellite (the Rust core's SLOT_CRITERIA; see
@@ -194,7 +198,7 @@ class Host(_Model):
     name: str
     ground: str
     rate_mbps: float = Field(default=10_000.0, gt=0, le=MAX_LINK_RATE_MBPS)
-    delay_ms: float = Field(default=1.0, ge=0)
+    delay_ms: float = Field(default=1.0, ge=0, le=MAX_DELAY_MS)
 
 
 class GslPass(_Model):
@@ -312,3 +316,14 @@ class LeoPath(_Model):
     queue_bytes: int | None = Field(default=None, gt=0)
     gsl_loss: Loss | None = None
     isl_loss: Loss | None = None
+
+    @model_validator(mode="after")
+    def _two_places(self) -> LeoPath:
+        from leoguard.places import place
+
+        pa, pb = place(self.a), place(self.b)
+        if (pa.lat_deg, pa.lon_deg) == (pb.lat_deg, pb.lon_deg):
+            raise ValueError(
+                f"a = '{self.a}' and b = '{self.b}' are the same place ({pa.name}): a leo-path joins two places"
+            )
+        return self

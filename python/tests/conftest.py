@@ -1,6 +1,51 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from leoguard.orbit import Constellation
+
+# Every program the test process starts, recorded here and checked against sysdeps.DEBIAN_TOOLS when
+# the session ends (test_sysdeps.py checks the source statically; this catches what it cannot see).
+STARTED: dict[str, str] = {}
+_popen_init = subprocess.Popen.__init__
+
+
+def _program(argv: list[str]) -> str:
+    """The program an argv runs, looking through `ip netns exec NS`."""
+    while len(argv) >= 4 and Path(argv[0]).name == "ip" and argv[1:3] == ["netns", "exec"]:
+        argv = argv[4:]
+    return Path(argv[0]).name if argv else ""
+
+
+def _recording_init(self, args, *a, **kw):
+    argv = [os.fspath(args)] if isinstance(args, str | bytes | os.PathLike) else [os.fspath(x) for x in args]
+    argv = [x.decode() if isinstance(x, bytes) else x for x in argv]
+    if not kw.get("shell"):
+        exe = argv[0] if argv else ""
+        own = exe == sys.executable or Path(exe).resolve().is_relative_to(Path(sys.prefix).resolve())
+        if not own:
+            STARTED.setdefault(_program(argv), " ".join(argv[:6]))
+    _popen_init(self, args, *a, **kw)
+
+
+subprocess.Popen.__init__ = _recording_init  # type: ignore[method-assign]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    from leoguard import sysdeps
+
+    bad = {
+        p: cmd
+        for p, cmd in STARTED.items()
+        if p not in sysdeps.DEBIAN_TOOLS and p not in sysdeps.BASE_TOOLS and not p.startswith("leoguard-")
+    }
+    if bad:
+        lines = "\n".join(f"  {p}: {cmd}" for p, cmd in sorted(bad.items()))
+        sys.stderr.write(f"\nthe tests started programs that `make setup` does not install (sysdeps.py):\n{lines}\n")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from leoguard import web
+from leoguard import sysdeps, web
 from leoguard.emu import web as emu_web
 from leoguard.emu.web import WebServer, load_pages, materialise_site, speed_index, visual_progress
 from leoguard.errors import LeoguardError
@@ -224,13 +224,13 @@ def test_missing_binaries_give_one_line_errors_naming_the_package(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(emu_web, "EXTRA_DIRS", ())
+    monkeypatch.setattr(sysdeps, "EXTRA_DIRS", ())
     for name, pkg in (("chromium", "chromium"), ("chromedriver", "chromium-driver"), ("nginx", "nginx")):
-        with pytest.raises(LeoguardError, match=rf"^{name} not found: .*package {pkg} .*make setup") as e:
+        with pytest.raises(LeoguardError, match=rf"^{name} is missing: .*package {pkg} .*make setup") as e:
             emu_web.find_binary(name)
         assert "\n" not in str(e.value)
     site = emu_web.Site(SEED, tmp_path, {})
-    with pytest.raises(LeoguardError, match="nginx not found"):
+    with pytest.raises(LeoguardError, match="nginx is missing"):
         WebServer("nowhere", site, ["fd00::2"]).__enter__()
-    with pytest.raises(LeoguardError, match="chromium not found"):
+    with pytest.raises(LeoguardError, match="chromium is missing"):
         load_pages("nowhere", "fd00::2", site, [], spki="x")

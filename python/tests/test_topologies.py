@@ -206,7 +206,7 @@ def test_a_chain_with_a_square_wave_bottleneck_delivers_a_rate_that_alternates_e
         ({"period_s": 2, "rates_mbps": []}, r"rate_schedule\.rates_mbps: List should have at least 1 item"),
         ({"period_s": 2, "rates_mbps": [11, 0]}, r"rate_schedule\.rates_mbps\.1: Input should be greater than 0"),
         ({"period_s": 2, "rates_mbps": [1e12]}, r"rate_schedule\.rates_mbps\.0: Input should be less than or equal"),
-        ({"period_s": 1e-7, "rates_mbps": [1]}, r"rate_schedule: Value error, period_s = 1e-07 gives each of the 1"),
+        ({"period_s": 1e-7, "rates_mbps": [1]}, r"rate_schedule: period_s = 1e-07 gives each of the 1"),
         ({"rates_mbps": [1]}, r"rate_schedule\.period_s: Field required"),
     ],
 )
@@ -222,7 +222,7 @@ def test_a_bad_rate_schedule_is_refused_naming_the_field(schedule, field):
 def test_rate_schedule_on_names_links_of_the_chain_and_the_core_checks_the_schedule_again():
     chain = {"kind": "chain", "hops": 2, "rate_mbps": 10, "delay_ms": 1, "rate_schedule_on": [2],
              "rate_schedule": {"period_s": 2, "rates_mbps": [11, 9]}}  # fmt: skip
-    with pytest.raises(LeoguardError, match=r"topology\.chain: Value error, rate_schedule_on = \[2\]: 2 is not a link"):
+    with pytest.raises(LeoguardError, match=r"topology\.chain: rate_schedule_on = \[2\]: 2 is not a link"):
         from_dict({"duration_s": 1, "topology": chain, "flows": [{"kind": "tcp", "src": 0, "dst": 1}]})
     chain = {"kind": "chain", "hops": 2, "rate_mbps": 10, "delay_ms": 1, "rate_schedule_on": [0]}
     with pytest.raises(LeoguardError, match=r"rate_schedule_on needs a rate_schedule"):

@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from leoguard.errors import make_dir
 from leoguard.scenario import Scenario
 from leoguard.simulate import flow_summary, web_summary
 
@@ -83,7 +84,7 @@ class EmuResults:
     def write(self, directory: str | Path) -> dict[str, Path]:
         """Parquet per table and run.json (scenario, engine, emulator figures, the tools' raw reports)."""
         d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
+        make_dir(d)
         out = {}
         for name in ("flows", "links", "pings", "packets", "web", "series", "startcp", "interruptions"):
             p = d / f"{name}.parquet"

@@ -38,12 +38,13 @@ TC_EF = 0xB8
 """IPv6 Traffic Class of delay-sensitive flows (DSCP EF): what SATGUARD processes (§3.5)."""
 
 
-def _need(tool: str, package: str) -> str:
-    import shutil
+def _need(tool: str) -> str:
+    """Path of `tool`, or a one-line error naming the Debian package that provides it (sysdeps.py)."""
+    from leoguard import sysdeps
 
-    path = shutil.which(tool)
+    path = sysdeps.find(tool)
     if path is None:
-        raise LeoguardError(f"{tool} is missing: install the Debian package {package} (`make setup` does)")
+        raise LeoguardError(sysdeps.missing_message(tool))
     return path
 
 
@@ -279,16 +280,16 @@ def emulate(
         scenario = load_scenario(path)
     spec = scenario.to_core(base_dir)
     paths = check(scenario, spec)
-    _need("ip", "iproute2")
+    _need("ip")
     if any(f.kind == "tcp" and flow_stack(f) == "kernel" for f in scenario.flows):
-        _need("iperf3", "iperf3")
+        _need("iperf3")
     own_tcp = transport.leoguard_flows(scenario)
     if own_tcp:
         from leoguard.tunnel import binary
 
         _Proc.transport_exe = str(binary("leoguard-transport"))
     if scenario.emu.ping_interval_ms is not None:
-        _need("ping", "iputils-ping")
+        _need("ping")
     cleanup()
     flows = spec["flows"]
     ends: dict[int, str] = {}

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from leoguard import sysdeps
 from leoguard.emu.site import HOST_SUFFIX, VIEWPORT, Site, SitePage, hostname, materialise_site
 from leoguard.errors import LeoguardError
 
@@ -37,18 +38,12 @@ __all__ = [
     "visual_progress",
 ]  # fmt: skip
 
-EXTRA_DIRS: tuple[str, ...] = ("/usr/lib/chromium", "/usr/sbin", "/sbin")
-"""Searched before PATH: Debian's real chromium binary (not the /usr/bin shell wrapper) and nginx."""
-PACKAGES = {"chromium": "chromium", "chromedriver": "chromium-driver", "nginx": "nginx", "openssl": "openssl"}
-"""The Debian package that provides each binary (`make setup` installs them)."""
-
 
 def find_binary(name: str) -> Path:
     """Path of `chromium`, `chromedriver`, `nginx` or `openssl`, or a one-line error naming the package."""
-    found = shutil.which(name, path=os.pathsep.join([*EXTRA_DIRS, os.environ.get("PATH", "")]))
+    found = sysdeps.find(name)
     if found is None:
-        pkg = PACKAGES.get(name, name)
-        raise LeoguardError(f"{name} not found: install the Debian package {pkg} (`make setup` does)")
+        raise LeoguardError(sysdeps.missing_message(name))
     return Path(found)
 
 

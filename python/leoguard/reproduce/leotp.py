@@ -39,7 +39,7 @@ from typing import Any
 
 import polars as pl
 
-from leoguard.errors import LeoguardError
+from leoguard.errors import LeoguardError, make_dir
 from leoguard.scenario import Scenario, from_dict
 from leoguard.store import ResultStore
 from leoguard.sweep import SweepReport, SweepRun, run_sweep
@@ -506,7 +506,7 @@ def reproduce(
         from leoguard.reproduce.leotp_figures import write_figures, write_report
 
         o = Path(out)
-        o.mkdir(parents=True, exist_ok=True)
+        make_dir(o)
         figures = write_figures(rows, o, dists)
         report = write_report(rows, m.name, rep, o)
         (o / "rows.json").write_text(json.dumps(rows, indent=2))

@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from leoguard.errors import LeoguardError
+from leoguard.errors import LeoguardError, make_dir
 from leoguard.scenario import Scenario, load_scenario
 from leoguard.simulate import Results, simulate
 
@@ -129,7 +129,7 @@ def reproduce(
             series.append(_series(cc, tunnel, r))
     rep = LiquidReproduction(rows=rows, series=pl.concat(series), results=results)
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+        make_dir(out)
         rep.figure = figure(rep.series, out / "liquid.png")
         rep.table = out / "table.md"
         rep.table.write_text(markdown(rows))

@@ -35,7 +35,7 @@ from typing import Any
 
 import polars as pl
 
-from leoguard.errors import LeoguardError
+from leoguard.errors import LeoguardError, make_dir
 from leoguard.orbit import SLOT_CRITERIA
 from leoguard.scenario import Scenario, from_dict
 from leoguard.simulate import Results
@@ -677,7 +677,7 @@ def reproduce(
     r = Reproduction(m, pairs, schemes, workloads, rep, metrics, table)
     outdir = Path(out)
     try:
-        outdir.mkdir(parents=True, exist_ok=True)
+        make_dir(outdir)
     except OSError as e:
         raise LeoguardError(f"cannot create the output directory {outdir}: {e.strerror}") from e
     if figures:
