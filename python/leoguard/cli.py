@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from leoguard.cli_common import (
@@ -20,32 +19,29 @@ from leoguard.cli_common import (
     check_out_dir,
     check_out_file,
     console,
+    new_app,
     out_dir_cb,
     run_app,
+    table,
 )
 from leoguard.cli_reproduce import reproduce_app
 from leoguard.cli_train import train_app
 from leoguard.errors import LeoguardError, make_dir
 
-app = typer.Typer(help="leoguard: concealing packet loss in LEO satellite networks.", no_args_is_help=True)
-constellation_app = typer.Typer(help="Constellations: presets, parameters, TLE export.", no_args_is_help=True)
-places_app = typer.Typer(help="Ground places from the GeoNames gazetteer.", no_args_is_help=True)
-bench_app = typer.Typer(help="Benchmarks: print figures, assert nothing.", no_args_is_help=True)
-results_app = typer.Typer(help="The result store: runs as Parquet files, a DuckDB catalogue.", no_args_is_help=True)
+app = new_app("leoguard: concealing packet loss in LEO satellite networks.")
+constellation_app = new_app("Constellations: presets, parameters, TLE export.")
+places_app = new_app("Ground places from the GeoNames gazetteer.")
+bench_app = new_app("Benchmarks: print figures, assert nothing.")
+results_app = new_app("The result store: runs as Parquet files, a DuckDB catalogue.")
 app.add_typer(constellation_app, name="constellation")
 app.add_typer(places_app, name="places")
 app.add_typer(bench_app, name="bench")
 app.add_typer(results_app, name="results")
-tunnel_app = typer.Typer(
-    help="The real liquid-data tunnel (leoguard-tunnel): start and stop an end.", no_args_is_help=True
-)
+tunnel_app = new_app("The real liquid-data tunnel (leoguard-tunnel): start and stop an end.")
 app.add_typer(tunnel_app, name="tunnel")
-emu_app = typer.Typer(
-    help="The real-time emulator: real Linux hosts (network namespaces) across the emulated network (root).",
-    no_args_is_help=True,
-)
+emu_app = new_app("The real-time emulator: real Linux hosts (network namespaces) across the emulated network (root).")
 app.add_typer(emu_app, name="emu")
-validate_app = typer.Typer(help="Cross-validation of the engines.", no_args_is_help=True)
+validate_app = new_app("Cross-validation of the engines.")
 app.add_typer(validate_app, name="validate")
 app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(train_app, name="train")
@@ -85,24 +81,30 @@ def constellation_list(as_json: JsonOpt = False) -> None:
 
 @constellation_app.command("info")
 def constellation_info(
-    name: Annotated[str, typer.Argument(help="Preset name (see `leoguard constellation list`).")] = "starlink-shell1",
+    name: Annotated[
+        str | None, typer.Argument(help="Preset name (see `leoguard constellation list`; default starlink-shell1).")
+    ] = None,
     tle: TleOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Shells, satellites, ISLs and orbital periods of a constellation."""
-    info = _constellation(name, tle).info()
+    if name is not None and tle is not None:
+        raise LeoguardError(f"give a preset name ({name}) or --tle {tle}, not both: --tle replaces the preset")
+    info = _constellation(name or "starlink-shell1", tle).info()
     if as_json:
         _emit(info)
         return
     console.print(
         f"[bold]{info['name']}[/]: {info['satellites']} satellites, {info['isls']} ISLs, epoch {info['epoch']}"
     )
-    t = Table("shell", "kind", "altitude km", "inclination deg", "planes x sats", "phasing", "period s", "ISLs")
+    t = table(
+        "shell", "kind", "altitude\nkm", "incl.\ndeg", "planes\nx sats", "phasing", "period\ns", "ISLs", wrap=(0,)
+    )
     for s in info["shells"]:
         grid = f"{s.get('planes', '-')} x {s.get('sats_per_plane', '-')}" if "planes" in s else str(s["satellites"])
         t.add_row(
             s["name"], s["kind"], f"{s['altitude_km']:.1f}", f"{s['inclination_deg']:.2f}", grid,
-            s.get("phasing", "-"), f"{s['period_s']:.1f}", str(s["isls"]),
+            s.get("phasing", "-"), f"{s['period_s']:.1f}", "yes" if s["isls"] else "no",
         )  # fmt: skip
     console.print(t)
 
@@ -122,7 +124,9 @@ def path(
     b: Annotated[str, typer.Argument(help="Destination, same forms.")],
     duration: Annotated[float, typer.Option(help="Seconds to cover.")] = 200.0,
     step: Annotated[float, typer.Option(help="Routing step, seconds.")] = 0.1,
-    constellation: Annotated[str, typer.Option("--constellation", "-c", help="Preset name.")] = "starlink-shell1",
+    constellation: Annotated[
+        str | None, typer.Option("--constellation", "-c", help="Preset name (default starlink-shell1).")
+    ] = None,
     tle: TleOpt = None,
     policy: Annotated[str, typer.Option(help="global-schedule, nearest or best-path.")] = "global-schedule",
     slot_criterion: Annotated[
@@ -146,7 +150,9 @@ def path(
     as_json: JsonOpt = False,
 ) -> None:
     """Path timeline between two places: RTT over time, handovers and outages; writes Parquet and a PNG."""
-    c = _constellation(constellation, tle, epoch, isl_max_lat)
+    if constellation is not None and tle is not None:
+        raise LeoguardError(f"give --constellation {constellation} or --tle {tle}, not both: --tle replaces the preset")
+    c = _constellation(constellation or "starlink-shell1", tle, epoch, isl_max_lat)
     tl = c.path_timeline(
         a, b, duration=duration, step=step, policy=policy, min_elevation=min_elevation, interruption=interruption,
         handover_period=handover_period, handover_phase=handover_phase, slot_criterion=slot_criterion, seed=seed,
@@ -197,7 +203,14 @@ def beams(
     if as_json:
         _emit(df.to_dicts())
         return
-    console.print(df)
+    t = table("place", "H3 cell", "serving satellite", "distance\nkm", "timeout\nms", wrap=(0, 2))
+    for r in df.iter_rows(named=True):
+        dist, tmo = r["distance_km"], r["timeout_ms"]
+        t.add_row(
+            r["node"], r["cell"], r["sat"] or "- (none in view)", "-" if dist is None else f"{dist:.1f}",
+            "-" if tmo is None else f"{tmo:.3f}",
+        )  # fmt: skip
+    console.print(t)
 
 
 @places_app.command("top")
@@ -226,7 +239,10 @@ def places_find(
     if as_json:
         _emit(p.__dict__)
         return
-    console.print(p)
+    t = table("place", "country", "population", "lat", "lon", "role", wrap=(0,))
+    pop = f"{p.population:,}" if p.population is not None else "-"
+    t.add_row(p.name, p.country or "-", pop, f"{p.lat_deg:.4f}", f"{p.lon_deg:.4f}", p.role)
+    console.print(t)
 
 
 @bench_app.command("constellation")
@@ -268,6 +284,8 @@ def run_scenario(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a scenario on the packet simulator; writes Parquet results and prints a per-flow summary."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
     from leoguard.scenario import load_scenario
     from leoguard.simulate import simulate
 
@@ -312,25 +330,21 @@ def _print_run(sc: Any, res: Any, summ: dict[str, Any], files: dict[str, Path]) 
         f"[bold]{sc.name}[/]: {res.simulated_s:g} s simulated in {res.wall_s:.2f} s, "
         f"{res.packet_hops:,} packet-hops, seed {sc.seed}"
     )
-    t = Table(
-        "flow",
-        "src -> dst",
-        "kind",
-        "cc",
-        "goodput Mbit/s",
-        "retx",
-        "RTOs",
-        "endpoint loss",
-        "network loss",
-        "OWD p50/p99 ms",
-        "FCT s",
-    )
+    t = table(
+        "flow", "src -> dst", "kind/cc", "Mbit/s", "retx", "RTOs", "loss %\nend", "loss %\nnet", "OWD ms\np50/p99",
+        "FCT s", wrap=(1,),
+    )  # fmt: skip
+
+    def ms(v: float | None) -> str:
+        return "-" if v is None else f"{v:.0f}" if v >= 10 else f"{v:.1f}"
+
     for f in summ["flows"]:
         fct = f"{f['fct_s']:.3f}" if f["fct_s"] is not None else "-"
+        kind = f"{f['kind']}/{f['cc']}" if f["cc"] else f["kind"]
         t.add_row(
-            str(f["flow"]), f"{f['src']} -> {f['dst']}", f["kind"], f["cc"] or "-", f"{f['goodput_bps'] / 1e6:.2f}",
-            str(f["retransmissions"]), str(f["rtos"]), f"{f['endpoint_loss']:.4f}", f"{f['network_loss']:.4f}",
-            f"{f['owd_ms']['p50']} / {f['owd_ms']['p99']}", fct,
+            str(f["flow"]), f"{f['src']} -> {f['dst']}", kind, f"{f['goodput_bps'] / 1e6:.2f}",
+            str(f["retransmissions"]), str(f["rtos"]), f"{100 * f['endpoint_loss']:.2f}",
+            f"{100 * f['network_loss']:.2f}", f"{ms(f['owd_ms']['p50'])}/{ms(f['owd_ms']['p99'])}", fct,
         )  # fmt: skip
     console.print(t)
     console.print(f"results in {files['run'].parent}")
@@ -571,6 +585,7 @@ def validate_sim_vs_emu(
     rows = sim_vs_emu(quick, progress=None if as_json else (lambda m: err.print(f"[dim]{m}[/]")))
     md = to_markdown(rows)
     if write is not None:
+        make_dir(write.parent)
         write.write_text(md)
     if as_json:
         _emit(rows)
@@ -666,6 +681,8 @@ def demo(
     """The main demo: New York - London over Starlink shell 1 with the starlink loss model, unprotected,
     with LinkGuardian and with SATGUARD; writes demo.png (path map, loss, one-way delay and goodput over
     time) and each run's tables, and prints a summary per scheme."""
+    from rich.progress import BarColumn, Progress, TextColumn
+
     from leoguard.demo import DURATION_S, SCHEMES, run_demo
 
     err = Console(stderr=True)

@@ -37,6 +37,13 @@ def _flags_show_no_type() -> None:
 _flags_show_no_type()
 
 
+def new_app(help: str) -> typer.Typer:
+    """A Typer app (or sub-app) of leoguard's: plain help text (no rich panels: rendering them imports
+    rich's markdown stack, half of `leoguard --help`'s time), no pretty tracebacks (a user error is one
+    line; anything else is a bug and prints Python's plain traceback)."""
+    return typer.Typer(help=help, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False)
+
+
 def check_out_dir(path: Path | None, option: str = "--out") -> Path | None:
     """Refuses, before any work, an output directory that cannot be made: an existing file, a parent
     that is a file or not writable, a name too long for the file system. Creates nothing."""
@@ -54,21 +61,19 @@ def check_out_dir(path: Path | None, option: str = "--out") -> Path | None:
 
 
 def check_out_file(path: Path | None, option: str) -> Path | None:
-    """Refuses, before any work, an output file that cannot be written: a directory, a missing or
-    unwritable parent directory."""
+    """Refuses, before any work, an output file that cannot be written: a directory, a parent that is a
+    file or cannot be created, a file that is not writable. Creates nothing (the writer makes the
+    parent directories)."""
     if path is None:
         return None
     p = Path(path)
     if p.is_dir():
         raise LeoguardError(f"invalid {option} {p}: it is a directory, not a file")
-    parent = p.parent
-    if not parent.exists():
-        raise LeoguardError(f"invalid {option} {p}: the directory {parent} does not exist")
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise LeoguardError(f"invalid {option} {p}: {parent} is not a writable directory")
-    if p.exists() and not os.access(p, os.W_OK):
-        raise LeoguardError(f"invalid {option} {p}: the file is not writable")
-    _check_name_lengths(p, option)
+    if p.exists():
+        if not os.access(p, os.W_OK):
+            raise LeoguardError(f"invalid {option} {p}: the file is not writable")
+        return p
+    _check_creatable(p, option)
     return p
 
 
@@ -100,6 +105,18 @@ WriteStoreOpt = Annotated[
     Path, typer.Option("--store", help="The result store's directory.", callback=lambda v: check_out_dir(v, "--store"))
 ]
 """A store this command writes: checked before any run."""
+
+
+def table(*headers: str, wrap: tuple[int, ...] = ()) -> Any:
+    """A compact rich table for an 80-column terminal: no outer border, one space between columns,
+    headers and numbers never cut (columns in `wrap`, such as names, fold onto more lines instead)."""
+    from rich import box
+    from rich.table import Table
+
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, padding=(0, 1))
+    for i, h in enumerate(headers):
+        t.add_column(h, no_wrap=i not in wrap, overflow="fold")
+    return t
 
 
 def _emit(obj: Any) -> None:
@@ -151,8 +168,9 @@ def run_app(app: typer.Typer, argv: list[str] | None = None) -> None:
         rc = app(args=args, prog_name="leoguard", standalone_mode=False)
     except LeoguardError as e:
         fail(str(e), as_json, getattr(e, "field", None))
-    except click_exc.NoArgsIsHelpError:
-        sys.exit(2)  # the help was printed when the error was made
+    except click_exc.NoArgsIsHelpError as e:
+        sys.stdout.write((e.ctx.get_help() if e.ctx else "") + "\n")  # a group named alone: its help
+        sys.exit(2)
     except click_exc.UsageError as e:
         param = getattr(e, "param", None)
         field = getattr(e, "option_name", None) or (param.opts[0] if param is not None and param.opts else None)

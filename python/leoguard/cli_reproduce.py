@@ -9,13 +9,12 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from leoguard.cli_common import JsonOpt, WriteStoreOpt, _emit, console, out_dir_cb
+from leoguard.cli_common import JsonOpt, WriteStoreOpt, _emit, console, new_app, out_dir_cb
 from leoguard.errors import LeoguardError
 
-reproduce_app = typer.Typer(help="Reproduce published results side by side with the papers.", no_args_is_help=True)
+reproduce_app = new_app("Reproduce published results side by side with the papers.")
 WorkersOpt = Annotated[int, typer.Option("--workers", help="Runs at a time (local process pool or Ray CPUs).")]
 ExecutorOpt = Annotated[str, typer.Option("--executor", help="Where runs go: local (process pool) or ray.")]
 RayOpt = Annotated[
@@ -27,6 +26,8 @@ def _sweep_progress(enabled: bool):
     """A rich progress bar for sweeps (on stderr) and its callback."""
     if not enabled:
         return nullcontext(), None
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
     bar = Progress(
         TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
         TimeRemainingColumn(), console=Console(stderr=True),

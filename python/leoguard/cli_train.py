@@ -10,10 +10,10 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from leoguard.cli_common import JsonOpt, _emit, check_out_file, console
+from leoguard.cli_common import JsonOpt, _emit, check_out_file, console, new_app
 from leoguard.errors import LeoguardError
 
-train_app = typer.Typer(help="Train learnt policies offline (the rl extra).", no_args_is_help=True)
+train_app = new_app("Train learnt policies offline (the rl extra).")
 
 
 @train_app.command("startcp")

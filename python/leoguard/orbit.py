@@ -14,6 +14,9 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import numbers
+import operator
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from leoguard import _core
-from leoguard.errors import LeoguardError
+from leoguard.errors import LeoguardError, read_user_text
 from leoguard.places import Place, place
 
 PRESETS: tuple[str, ...] = tuple(_core.PRESETS)
@@ -32,19 +35,61 @@ POLICIES = ("global-schedule", "nearest", "best-path")
 #: constellation topology of exactly two places).
 SLOT_CRITERIA: tuple[str, ...] = tuple(_core.SLOT_CRITERIA)
 INTERRUPTIONS = ("none", "fixed:SECONDS", "uniform[:LO:HI]", "3owd")
+MAX_INTERRUPTION_S = 60.0
+"""The longest handover interruption a spec may give (a minute: longer is a typo, not a handover)."""
 
 PlaceLike = str | Place | tuple[float, float]
 
+#: TLE files larger than this are not read: 100,000 satellites (the most a constellation may hold)
+#: take about 17 MB in the 3-line format.
+MAX_TLE_FILE_BYTES = 32 * 2**20
+
+
+def _show(value: Any) -> str:
+    """A value for an error message: huge integers as ~10**N, other non-numbers by repr, cut short."""
+    if isinstance(value, int) and abs(value) >= 10**30:
+        return f"{'-' if value < 0 else ''}~10**{int(value.bit_length() * math.log10(2))}"
+    text = str(value) if isinstance(value, numbers.Real) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _number(name: str, value: Any) -> float:
+    """`value` as a float, or a `LeoguardError` naming `name`. Ranges (finite, > 0, ...) are the core's
+    to check, so that one message serves Python and Rust callers."""
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise LeoguardError(f"invalid {name} = {_show(value)}: must be a number") from None
+
+
+def _integer(name: str, value: Any, lo: int, hi: int, what: str) -> int:
+    """`value` as an int in [lo, hi] (an integral float is fine), else a `LeoguardError` saying it must
+    be `what`. Checked here because the core's fixed-width integers would raise OverflowError."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    try:
+        v = operator.index(value)
+    except TypeError:
+        v = None
+    if v is None or not lo <= v <= hi:
+        raise LeoguardError(f"invalid {name} = {_show(value)}: must be {what}")
+    return v
+
 
 def parse_epoch(epoch: float | str | _dt.datetime | None) -> float | None:
-    """A Unix time from a float, an ISO-8601 string (UTC if no offset) or a datetime."""
-    if epoch is None or isinstance(epoch, int | float):
-        return None if epoch is None else float(epoch)
+    """A Unix time from a number, an ISO-8601 string (UTC if no offset) or a datetime. The core
+    refuses epochs outside 1900-2200."""
+    if epoch is None:
+        return None
+    if isinstance(epoch, numbers.Real):
+        return _number("epoch", epoch)
     if isinstance(epoch, str):
         try:
             epoch = _dt.datetime.fromisoformat(epoch.replace("Z", "+00:00"))
         except ValueError as e:
             raise LeoguardError(f"invalid epoch = '{epoch}': use ISO 8601, e.g. 2026-01-01T00:00:00Z") from e
+    if not isinstance(epoch, _dt.datetime):
+        raise LeoguardError(f"invalid epoch = {_show(epoch)}: use a Unix time, an ISO 8601 string or a datetime")
     if epoch.tzinfo is None:
         epoch = epoch.replace(tzinfo=_dt.UTC)
     return epoch.timestamp()
@@ -57,10 +102,17 @@ def parse_interruption(spec: str) -> tuple[str, float, float]:
     def secs(x: str) -> float:
         x = x.strip()
         try:
-            return float(x[:-2]) / 1e3 if x.endswith("ms") else float(x[:-1] if x.endswith("s") else x)
+            v = float(x[:-2]) / 1e3 if x.endswith("ms") else float(x[:-1] if x.endswith("s") else x)
         except ValueError as e:
             raise LeoguardError(f"invalid interruption duration '{x}' in '{spec}'") from e
+        if not 0.0 <= v <= MAX_INTERRUPTION_S:  # NaN fails this too
+            raise LeoguardError(
+                f"invalid interruption = '{spec}': the duration {x} must be in [0, {MAX_INTERRUPTION_S:g}] s"
+            )
+        return v
 
+    if not isinstance(spec, str):
+        raise LeoguardError(f"invalid interruption = {_show(spec)}: use one of {', '.join(INTERRUPTIONS)}")
     kind, *args = spec.strip().lower().split(":")
     if kind == "none" and not args:
         return ("none", 0.0, 0.0)
@@ -161,7 +213,7 @@ class Constellation:
         shells = _core.Constellation.preset_shells(name)
         for s in shells:
             s["j2"] = j2
-        return cls(_core.Constellation(name, shells, parse_epoch(epoch), cross_plane_max_lat_deg))
+        return cls(_core.Constellation(name, shells, parse_epoch(epoch), _lat_cut(cross_plane_max_lat_deg)))
 
     @classmethod
     def walker(
@@ -185,7 +237,7 @@ class Constellation:
             name=name, altitude_km=altitude_km, inclination_deg=inclination_deg, planes=planes,
             sats_per_plane=sats_per_plane, phasing=phasing, raan_spread_deg=raan_spread_deg, isls=isls, j2=j2,
         )  # fmt: skip
-        return cls(_core.Constellation(name, [shell], parse_epoch(epoch), cross_plane_max_lat_deg))
+        return cls(_core.Constellation(name, [shell], parse_epoch(epoch), _lat_cut(cross_plane_max_lat_deg)))
 
     @classmethod
     def from_shells(
@@ -197,23 +249,34 @@ class Constellation:
         cross_plane_max_lat_deg: float | None = None,
     ) -> Constellation:
         """Several shells (multi-shell constellations); each a Walker dict or {"tle": text, "name": ...}."""
-        return cls(_core.Constellation(name, [dict(s) for s in shells], parse_epoch(epoch), cross_plane_max_lat_deg))
+        shells = [dict(s) for s in shells]
+        return cls(_core.Constellation(name, shells, parse_epoch(epoch), _lat_cut(cross_plane_max_lat_deg)))
 
     @classmethod
     def from_tle(
         cls, path: str | Path, *, name: str | None = None, epoch: float | str | _dt.datetime | None = None
     ) -> Constellation:
         """Satellites from a CelesTrak-style 3-line TLE file, propagated with SGP4. t = 0 is the latest
-        TLE epoch unless `epoch` is given."""
+        TLE epoch unless `epoch` is given.
+
+        Refused, naming the file (and the line): an unreadable, non-UTF-8, empty or binary file, one
+        over `MAX_TLE_FILE_BYTES`, malformed lines, an orbit whose perigee is below the Earth's
+        surface, a satellite listed twice (the same catalogue number; satellites that share a name are named
+        apart by their catalogue numbers), more than 100,000 satellites."""
         p = Path(path)
         try:
-            text = p.read_text(encoding="ascii", errors="strict")
-        except UnicodeDecodeError as e:
-            raise LeoguardError(f"malformed TLE file {p}: not ASCII text") from e
-        except OSError as e:
-            raise LeoguardError(f"cannot read TLE file {p}: {e.strerror}") from e
+            st = p.stat()
+        except OSError:
+            st = None  # read_user_text says why
+        if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > MAX_TLE_FILE_BYTES:
+            raise LeoguardError(
+                f"invalid TLE file {p}: {st.st_size} bytes; at most {MAX_TLE_FILE_BYTES} (32 MiB) are read, "
+                "room for the 100000 satellites a constellation may hold"
+            )
+        text = read_user_text(p, "TLE file")
         nm = name or p.stem
-        return cls(_core.Constellation(nm, [{"tle": text, "name": nm}], parse_epoch(epoch), None))
+        shell = {"tle": text, "name": nm, "tle_file": str(p)}
+        return cls(_core.Constellation(nm, [shell], parse_epoch(epoch), None))
 
     # queries ------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -241,11 +304,11 @@ class Constellation:
 
     def positions(self, t: float = 0.0) -> pl.DataFrame:
         """ECEF (m) and geodetic positions of every satellite at t seconds after the epoch."""
-        return pl.DataFrame(self._core.positions(float(t)))
+        return pl.DataFrame(self._core.positions(_number("t", t)))
 
     def isls(self, t: float = 0.0) -> pl.DataFrame:
         """Every +Grid ISL at t: endpoints, cross-plane flag, whether it is up, and its length."""
-        return pl.DataFrame(self._core.isls(float(t)))
+        return pl.DataFrame(self._core.isls(_number("t", t)))
 
     def _timeline_args(
         self, duration: float, step: float, min_elevation: float, policy: str, handover_period: float | None,
@@ -253,11 +316,17 @@ class Constellation:
     ) -> tuple[Any, ...]:  # fmt: skip
         if policy not in POLICIES:
             raise LeoguardError(f"unknown policy '{policy}' (known: {', '.join(POLICIES)})")
-        if seed < 0:
-            raise LeoguardError(f"invalid seed = {seed}: must be >= 0")
+        if not isinstance(slot_criterion, str):
+            raise LeoguardError(
+                f"invalid slot_criterion = {_show(slot_criterion)}: use one of {', '.join(SLOT_CRITERIA)}"
+            )
+        # The core takes a u64 seed and f64 times; its own checks name duration_s, step_s, ...
+        seed = _integer("seed", seed, 0, 2**64 - 1, "an integer in [0, 2**64 - 1]")
+        period = None if handover_period is None else _number("handover_period", handover_period)
+        phase = None if handover_phase is None else _number("handover_phase", handover_phase)
         return (
-            float(duration), float(step), float(min_elevation), policy, handover_period, handover_phase,
-            slot_criterion, parse_interruption(interruption), int(seed),
+            _number("duration", duration), _number("step", step), _number("min_elevation", min_elevation), policy,
+            period, phase, slot_criterion, parse_interruption(interruption), seed,
         )  # fmt: skip
 
     def path_timeline(
@@ -285,6 +354,8 @@ class Constellation:
         jointly for the lowest mean one-way delay over the slot, held for the whole slot).
         """
         pa, pb = place(a), place(b)
+        if (pa.lat_deg, pa.lon_deg) == (pb.lat_deg, pb.lon_deg):
+            raise LeoguardError(f"'{a}' and '{b}' are the same place ({pa.name}): a path joins two places")
         args = self._timeline_args(
             duration, step, min_elevation, policy, handover_period, handover_phase, slot_criterion, interruption, seed
         )
@@ -353,11 +424,11 @@ class Constellation:
 
     def beams(self, places: Sequence[PlaceLike], t: float = 0.0, *, resolution: int = 5, min_elevation: float = 25.0):
         """Per place at time t: its H3 cell, the serving satellite's beam (highest elevation), the
-        distance from the cell centre to that satellite and SATGUARD's beam timeout thd = 2d/c."""
+        distance from the cell centre to that satellite and SATGUARD's beam timeout thd = 2d/c.
+        `t` must lie within 100 years of the epoch; `resolution` is H3's, 0 to 15."""
         ps = [place(p) for p in places]
-        return pl.DataFrame(
-            self._core.beams([p.as_node() for p in ps], float(t), int(resolution), float(min_elevation))
-        )
+        t, res, min_el = _number("t", t), _h3_resolution(resolution), _number("min_elevation", min_elevation)
+        return pl.DataFrame(self._core.beams([p.as_node() for p in ps], t, res, min_el))
 
     def footprint(
         self, sat: int | str, t: float = 0.0, *, resolution: int = 5, min_elevation: float = 25.0
@@ -368,12 +439,20 @@ class Constellation:
             if sat not in names:
                 raise LeoguardError(f"unknown satellite '{sat}'")
             sat = names.index(sat)
-        return self._core.footprint(int(sat), float(t), int(resolution), float(min_elevation))
+        n = len(self) - 1
+        sat = _integer("sat", sat, 0, n, f"a satellite index in [0, {n}]")
+        t, res, min_el = _number("t", t), _h3_resolution(resolution), _number("min_elevation", min_elevation)
+        return self._core.footprint(sat, t, res, min_el)
 
     def to_tle(self, path: str | Path) -> Path:
-        """Exports the Walker shells as a 3-line TLE file (circular orbits, Kepler mean motion)."""
+        """Exports the Walker shells as a 3-line TLE file (circular orbits, Kepler mean motion). A path
+        that cannot be written, or an epoch a TLE cannot hold (1957-2056), is a `LeoguardError`."""
         info = self.info()
         epoch = _dt.datetime.fromtimestamp(self.epoch_unix_s, _dt.UTC)
+        if not 1957 <= epoch.year <= 2056:
+            raise LeoguardError(
+                f"invalid epoch = {epoch.isoformat()} for a TLE export: TLE epochs have two-digit years, 1957 to 2056"
+            )
         day = (epoch - _dt.datetime(epoch.year, 1, 1, tzinfo=_dt.UTC)).total_seconds() / 86400 + 1
         shells = _core.Constellation.preset_shells(self.name) if self.name in PRESETS else None
         if shells is None:
@@ -388,8 +467,30 @@ class Constellation:
                 lines += [f"{shell['name']}-{k}", l1, l2]
                 norad += 1
         p = Path(path)
-        p.write_text("\n".join(lines) + "\n", encoding="ascii")
+        try:
+            p.write_text("\n".join(lines) + "\n", encoding="ascii")
+        except OSError as e:
+            raise LeoguardError(f"cannot write TLE file {p}: {_why_unwritable(p, e)}") from e
         return p
+
+
+def _why_unwritable(p: Path, e: OSError) -> str:
+    """The reason a file cannot be written, in words a user can act on."""
+    if p.is_dir():
+        return "it is a directory"
+    if not p.parent.exists():
+        return f"parent directory {p.parent} does not exist"
+    if not p.parent.is_dir():
+        return f"parent directory {p.parent} is not a directory"
+    return e.strerror or str(e)
+
+
+def _lat_cut(value: Any) -> float | None:
+    return None if value is None else _number("cross_plane_max_lat_deg", value)
+
+
+def _h3_resolution(value: Any) -> int:
+    return _integer("cell_resolution", value, 0, 15, "an H3 resolution in [0, 15]")
 
 
 def _handovers_frame(h: dict[str, list[Any]], names: list[str]) -> pl.DataFrame:

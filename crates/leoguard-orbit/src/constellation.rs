@@ -9,6 +9,23 @@ use crate::walker::{preset, Phasing, WalkerKinematics, WalkerShell};
 /// Default epoch: 2026-01-01T00:00:00Z (Unix seconds).
 pub const DEFAULT_EPOCH_UNIX_S: f64 = 1_767_225_600.0;
 
+/// The earliest epoch, 1900-01-01T00:00:00Z (Unix seconds). Epochs lie in [1900, 2200): wide of any
+/// satellite's life, and well inside what the sidereal-time polynomial and Python's datetime handle
+/// (1e300 used to pass here and then fail as an OverflowError in `info()`).
+pub const MIN_EPOCH_UNIX_S: f64 = -2_208_988_800.0;
+/// The first epoch refused, 2200-01-01T00:00:00Z (Unix seconds).
+pub const MAX_EPOCH_UNIX_S: f64 = 7_258_118_400.0;
+
+/// Positions are computed only within 100 Julian years of the epoch: far beyond what any orbit
+/// model here means (no drag in Walker shells, SGP4 fits are good for days), while the argument of
+/// latitude there (~3.5e6 rad) still resolves to millimetres in an f64. NaN, inf and 1e300 would
+/// otherwise give positions of NaN, i.e. a result of nulls.
+pub const MAX_ABS_T_S: f64 = 100.0 * 365.25 * 86_400.0;
+
+/// The most satellites a constellation may hold, over all shells (CelesTrak lists ~10,000 active
+/// satellites; Starlink's full second generation is ~30,000).
+pub const MAX_SATELLITES: usize = 100_000;
+
 /// A shell of a constellation.
 #[derive(Clone, Debug)]
 pub enum Shell {
@@ -79,8 +96,25 @@ impl Constellation {
         if shells.is_empty() {
             return Err(OrbitError::invalid("shells", 0, "a constellation needs at least one shell"));
         }
-        if !epoch_unix_s.is_finite() {
-            return Err(OrbitError::invalid("epoch", epoch_unix_s, "must be a finite Unix time"));
+        if !(epoch_unix_s.is_finite() && (MIN_EPOCH_UNIX_S..MAX_EPOCH_UNIX_S).contains(&epoch_unix_s)) {
+            return Err(OrbitError::invalid(
+                "epoch",
+                epoch_unix_s,
+                "must be a Unix time from 1900-01-01 (-2208988800) to 2200-01-01 (7258118400)",
+            ));
+        }
+        let mut total = 0usize;
+        for shell in &shells {
+            total += match shell {
+                Shell::Walker(w) => {
+                    w.validate()?;
+                    w.len()
+                }
+                Shell::Tle { sats, .. } => sats.len(),
+            };
+        }
+        if total > MAX_SATELLITES {
+            return Err(OrbitError::invalid("satellites", total, "at most 100000 in a constellation (all shells)"));
         }
         let mut sats = Vec::new();
         let mut offsets = Vec::new();
@@ -91,7 +125,6 @@ impl Constellation {
             let si32 = si as u32;
             match shell {
                 Shell::Walker(w) => {
-                    w.validate()?;
                     let base = sats.len() as u32;
                     for p in 0..w.planes {
                         for s in 0..w.sats_per_plane {
@@ -171,8 +204,12 @@ impl Constellation {
         self.gmst0 + crate::geo::OMEGA_EARTH * t
     }
 
-    /// ECEF positions of all satellites at `t` seconds after the epoch, written into `out`.
+    /// ECEF positions of all satellites at `t` seconds after the epoch, written into `out`; `t` must
+    /// be finite and within [`MAX_ABS_T_S`] of the epoch.
     pub fn positions_into(&self, t: f64, out: &mut Vec<Vec3>) -> Result<(), OrbitError> {
+        if !(t.is_finite() && t.abs() <= MAX_ABS_T_S) {
+            return Err(OrbitError::invalid("t", t, "must be finite and within 100 years (3155760000 s) of the epoch"));
+        }
         out.clear();
         out.reserve(self.sats.len());
         let theta = self.earth_angle(t);
@@ -326,6 +363,20 @@ mod tests {
         for l in c.isls().iter().filter(|l| !l.cross_plane) {
             assert!(c.isl_up(l, &pos));
         }
+    }
+
+    #[test]
+    fn times_and_epochs_outside_the_models_range_are_refused() {
+        let c = Constellation::preset("oneweb").unwrap();
+        assert!(c.positions(-3.1e9).is_ok());
+        for t in [f64::NAN, f64::INFINITY, 3.2e9, -1e300] {
+            let e = c.positions(t).unwrap_err().to_string();
+            assert!(e.starts_with("invalid t = ") && e.contains("within 100 years"), "{e}");
+        }
+        let shells = || preset("oneweb").unwrap().into_iter().map(Shell::Walker).collect();
+        let e = Constellation::new("x", shells(), 1e300).unwrap_err().to_string();
+        assert!(e.starts_with("invalid epoch = 1e300: must be a Unix time from 1900-01-01"), "{e}");
+        assert!(Constellation::new("x", shells(), MIN_EPOCH_UNIX_S).is_ok());
     }
 
     #[test]

@@ -11,6 +11,10 @@ use crate::ground::{GroundNode, VisibilityFilter};
 use crate::routing::{Dijkstra, SnapshotGraph};
 use crate::slotplan::PathAwarePlanner;
 
+/// The longest timeline: 10 Julian years, so that every instant it evaluates (a slot's end lies at
+/// most one handover period, <= 1 day, past the run) stays within the positions' 100-year horizon.
+pub const MAX_DURATION_S: f64 = 10.0 * 365.25 * 86_400.0;
+
 /// Options shared by timeline computations.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TimelineOptions {
@@ -32,10 +36,13 @@ impl TimelineOptions {
     /// Validates the numbers and returns the number of steps.
     pub fn steps(&self) -> Result<usize, OrbitError> {
         if !(self.step_s.is_finite() && self.step_s > 0.0) {
-            return Err(OrbitError::invalid("step_s", self.step_s, "must be > 0"));
+            return Err(OrbitError::invalid("step_s", self.step_s, "must be finite and > 0"));
         }
         if !(self.duration_s.is_finite() && self.duration_s > 0.0) {
-            return Err(OrbitError::invalid("duration_s", self.duration_s, "must be > 0"));
+            return Err(OrbitError::invalid("duration_s", self.duration_s, "must be finite and > 0"));
+        }
+        if self.duration_s > MAX_DURATION_S {
+            return Err(OrbitError::invalid("duration_s", self.duration_s, "must be at most 10 years (315576000 s)"));
         }
         if self.step_s > self.duration_s {
             return Err(OrbitError::invalid("step_s", self.step_s, "must not exceed duration_s"));

@@ -70,12 +70,20 @@ impl WalkerShell {
         if self.sats_per_plane == 0 {
             return Err(OrbitError::invalid("sats_per_plane", self.sats_per_plane, "must be >= 1"));
         }
+        if self.len() > crate::constellation::MAX_SATELLITES {
+            return Err(OrbitError::invalid(
+                "planes x sats_per_plane",
+                format!("{} x {} = {}", self.planes, self.sats_per_plane, self.len()),
+                "at most 100000 satellites in a constellation",
+            ));
+        }
         if let Phasing::Walker(f) = self.phasing {
             if f >= self.planes {
                 return Err(OrbitError::invalid("phasing", f, "Walker F must be in [0, planes - 1]"));
             }
         }
         if !(self.raan_spread_deg > 0.0 && self.raan_spread_deg <= 360.0) {
+            // NaN fails both comparisons, so it lands here too.
             return Err(OrbitError::invalid("raan_spread_deg", self.raan_spread_deg, "must be in (0, 360]"));
         }
         Ok(())
@@ -202,6 +210,21 @@ pub const PRESETS: &[&str] = &["starlink-shell1", "starlink-gen1", "kuiper", "on
 mod tests {
     use super::*;
     use crate::geo::{kepler_period_s, norm};
+
+    #[test]
+    fn a_shell_of_more_than_100000_satellites_is_refused() {
+        let w = WalkerShell {
+            planes: 100_000,
+            sats_per_plane: 100_000,
+            phasing: Phasing::Walker(0),
+            ..preset("oneweb").unwrap()[0].clone()
+        };
+        let e = w.validate().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid planes x sats_per_plane = 100000 x 100000 = 10000000000: at most 100000 satellites in a constellation"
+        );
+    }
 
     #[test]
     fn presets_validate_and_have_expected_sizes() {

@@ -7,7 +7,7 @@ use leoguard_orbit::constellation::{Constellation, Shell};
 use leoguard_orbit::geo::{kepler_period_s, Geodetic};
 use leoguard_orbit::ground::{GroundNode, Role, VisibilityFilter};
 use leoguard_orbit::timeline::{attachment_schedule, path_timeline, route_all_pairs, TimelineOptions};
-use leoguard_orbit::tle::{format_circular_tle, parse_tle_text, tle_checksum};
+use leoguard_orbit::tle::{format_circular_tle, parse_tle, tle_checksum};
 use leoguard_orbit::walker::{Phasing, WalkerShell};
 use leoguard_orbit::{Handover, OrbitError};
 use numpy::PyArray1;
@@ -52,7 +52,12 @@ pub(crate) fn need<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str)
 fn shell_from_dict(d: &Bound<'_, PyDict>, i: usize) -> PyResult<Shell> {
     let name: String = get(d, "name")?.unwrap_or_else(|| format!("shell{i}"));
     if let Some(text) = get::<String>(d, "tle")? {
-        let sats = parse_tle_text(&text).map_err(err)?;
+        // `tle_file`: the path the text was read from, so that errors name the file.
+        let origin = match get::<String>(d, "tle_file")? {
+            Some(path) => format!("file {path}"),
+            None => format!("TLE of shell '{name}'"),
+        };
+        let sats = parse_tle(&text, &origin).map_err(err)?;
         return Ok(Shell::Tle { name, sats });
     }
     let phasing = match d.get_item("phasing")? {
@@ -68,19 +73,22 @@ fn shell_from_dict(d: &Bound<'_, PyDict>, i: usize) -> PyResult<Shell> {
                     )));
                 }
             } else {
-                let f: i64 = v
-                    .extract()
-                    .map_err(|_| LeoguardError::new_err("invalid phasing: use an integer F or 'half-slot'"))?;
-                Phasing::Walker(
-                    u32::try_from(f)
-                        .map_err(|_| LeoguardError::new_err(format!("invalid phasing = {f}: must be >= 0")))?,
-                )
+                let f: u32 = v.extract().map_err(|_| {
+                    LeoguardError::new_err(format!(
+                        "invalid phasing = {v}: use an integer F in [0, planes - 1] or 'half-slot'"
+                    ))
+                })?;
+                Phasing::Walker(f)
             }
         }
     };
+    // Any Python int (a huge one too) gets the same message; the shell's total is checked later.
     let count = |key: &str| -> PyResult<u32> {
-        let v: i64 = need(d, key)?;
-        u32::try_from(v).map_err(|_| LeoguardError::new_err(format!("invalid {key} = {v}: must be >= 1")))
+        let v: Bound<'_, PyAny> = need(d, key)?;
+        v.extract::<u32>()
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| LeoguardError::new_err(format!("invalid {key} = {v}: must be an integer in [1, 100000]")))
     };
     Ok(Shell::Walker(WalkerShell {
         name,
@@ -314,9 +322,6 @@ impl PyConstellation {
 
     /// ECEF (m) and geodetic positions of all satellites at `t` seconds after the epoch.
     fn positions<'py>(&self, py: Python<'py>, t: f64) -> PyResult<Bound<'py, PyDict>> {
-        if !t.is_finite() {
-            return Err(err(OrbitError::invalid("t", t, "must be finite")));
-        }
         let pos = self.inner.positions(t).map_err(err)?;
         let geo: Vec<Geodetic> = pos.iter().map(|&p| Geodetic::from_ecef(p)).collect();
         let d = PyDict::new(py);
