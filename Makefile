@@ -10,7 +10,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # One BLAS thread: numbers come from the Rust core; spinning BLAS threads only steal a core.
 export OPENBLAS_NUM_THREADS ?= 1
 
-.PHONY: help setup build demo test test-rust test-python lint fmt bench clean
+.PHONY: help setup build demo test test-rust test-python lint fmt bench fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -72,6 +72,13 @@ bench: build ## Benchmarks: print figures, assert nothing
 	$(VENV)/bin/leoguard bench emu --json
 	$(PY) tools/bench_tunnel.py
 	$(PY) tools/bench_transport.py
+
+# libFuzzer on every parser (fuzz/run.sh, docs/fuzzing.md): each target FUZZ_SECONDS, one after another
+# on one core, niced; corpora in fuzz/corpus/<target> so runs resume. Stable Rust: RUSTC_BOOTSTRAP=1 lets
+# rustc take cargo-fuzz's -Z flags, and AddressSanitizer works that way (stable ships its runtime).
+FUZZ_SECONDS ?= 60
+fuzz: ## Fuzz every parser FUZZ_SECONDS (default 60) each; print inputs run, fail on any crash
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash fuzz/run.sh
 
 clean: ## Remove build outputs (keeps .venv)
 	cargo clean

@@ -13,21 +13,27 @@ STARTED: dict[str, str] = {}
 _popen_init = subprocess.Popen.__init__
 
 
-def _program(argv: list[str]) -> str:
-    """The program an argv runs, looking through `ip netns exec NS`."""
+def _unwrapped(argv: list[str]) -> list[str]:
+    """The command an argv runs, looking through `ip netns exec NS`."""
     while len(argv) >= 4 and Path(argv[0]).name == "ip" and argv[1:3] == ["netns", "exec"]:
         argv = argv[4:]
-    return Path(argv[0]).name if argv else ""
+    return argv
+
+
+def _own(exe: str) -> bool:
+    """leoguard's own programs: this interpreter, the venv's scripts, the Rust binaries the build made."""
+    p = Path(exe)
+    if p.name.startswith("leoguard-") or str(p) == sys.executable:
+        return True
+    here = {Path(sys.prefix).resolve() / "bin", Path(__file__).resolve().parents[2] / "target" / "release"}
+    return p.is_absolute() and (p.parent.resolve() in here or p.resolve() == Path(sys.executable).resolve())
 
 
 def _recording_init(self, args, *a, **kw):
     argv = [os.fspath(args)] if isinstance(args, str | bytes | os.PathLike) else [os.fspath(x) for x in args]
-    argv = [x.decode() if isinstance(x, bytes) else x for x in argv]
-    if not kw.get("shell"):
-        exe = argv[0] if argv else ""
-        own = exe == sys.executable or Path(exe).resolve().is_relative_to(Path(sys.prefix).resolve())
-        if not own:
-            STARTED.setdefault(_program(argv), " ".join(argv[:6]))
+    argv = _unwrapped([x.decode() if isinstance(x, bytes) else x for x in argv])
+    if argv and not kw.get("shell") and not _own(argv[0]):
+        STARTED.setdefault(Path(argv[0]).name, " ".join(argv[:6]))
     _popen_init(self, args, *a, **kw)
 
 

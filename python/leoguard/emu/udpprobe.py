@@ -54,8 +54,20 @@ def send(dst: str, port: int, rate_bps: float, size: int, duration_s: float, tcl
         except OSError:
             errors += 1
         seq += 1
+    _drop_realtime()
     print(json.dumps({"sent": seq, "send_errors": errors}), flush=True)
     return 0
+
+
+def _drop_realtime() -> None:
+    """Leaves the real-time priority the emulator gave this probe for pacing (and stamping) once the
+    paced part is over: the interpreter's exit (tens of ms of teardown) must not hold the hosts' CPU
+    from the receiving probe, which would stamp the packets that wait behind it late, in a burst."""
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError, AttributeError):
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 
 
 def recv(bind: str, port: int, duration_s: float, out: str) -> int:
@@ -75,6 +87,7 @@ def recv(bind: str, port: int, duration_s: float, out: str) -> int:
         if len(data) >= HEADER.size:
             seq, sent = HEADER.unpack_from(data)
             recs.append((seq, sent, now))
+    _drop_realtime()
     with open(out, "w", encoding="utf-8") as f:
         json.dump({"records": recs}, f)
     return 0
