@@ -21,12 +21,13 @@ def _unwrapped(argv: list[str]) -> list[str]:
 
 
 def _own(exe: str) -> bool:
-    """leoguard's own programs: this interpreter, the venv's scripts, the Rust binaries the build made."""
+    """Programs `make setup` and `make build` install themselves: this interpreter, anything in the venv
+    (its scripts, binaries that PyPI packages such as Ray ship), the Rust binaries in target/."""
     p = Path(exe)
     if p.name.startswith("leoguard-") or str(p) == sys.executable:
         return True
-    here = {Path(sys.prefix).resolve() / "bin", Path(__file__).resolve().parents[2] / "target" / "release"}
-    return p.is_absolute() and (p.parent.resolve() in here or p.resolve() == Path(sys.executable).resolve())
+    homes = (Path(sys.prefix), Path(sys.prefix).resolve(), Path(__file__).resolve().parents[2] / "target")
+    return p.is_absolute() and any(q.is_relative_to(h) for q in (p, p.resolve()) for h in homes)
 
 
 def _recording_init(self, args, *a, **kw):
