@@ -73,7 +73,7 @@ def constellation_list(as_json: JsonOpt = False) -> None:
     if as_json:
         _emit(rows)
         return
-    t = Table("preset", "satellites")
+    t = table("preset", "satellites")
     for r in rows:
         t.add_row(r["name"], str(r["satellites"]))
     console.print(t)
@@ -175,7 +175,7 @@ def path(
         f"[bold]{summ['a']} -> {summ['b']}[/] over {summ['constellation']} ({summ['policy']}"
         f"{', ' + summ['slot_criterion'] if summ['policy'] == 'global-schedule' else ''}), {summ['steps']} steps"
     )
-    t = Table("metric", "value")
+    t = table("metric", "value", wrap=(1,))
     t.add_row(
         "great-circle distance",
         f"{summ['great_circle_km']:.0f} km (RTT bound {2 * summ['great_circle_km'] / 299792.458 * 1e3:.1f} ms)",
@@ -222,7 +222,7 @@ def places_top(n: Annotated[int, typer.Argument(help="How many.")] = 10, as_json
     if as_json:
         _emit(rows)
         return
-    t = Table("#", "city", "country", "population", "lat", "lon")
+    t = table("#", "city", "country", "population", "lat", "lon", wrap=(1,))
     for i, r in enumerate(rows, 1):
         t.add_row(str(i), r["name"], r["country"], f"{r['population']:,}", f"{r['lat_deg']:.3f}", f"{r['lon_deg']:.3f}")
     console.print(t)
@@ -388,13 +388,19 @@ def ablation(
     if as_json:
         _emit(summ)
     else:
-        cols = ["variant", "tcp_goodput_mbps", "tcp_retransmissions", "tcp_rtos", "probe_loss", "probe_owd_p50_ms",
-                "probe_owd_p99_ms", "hop_retransmissions", "lost_at_handover", "migrated_packets", "timer_losses",
-                "feedback_mbytes", "processed_packets", "unprocessed_packets"]  # fmt: skip
-        t = Table(*cols)
-        for r in ab.table.select(cols).iter_rows():
-            t.add_row(*[str(x) for x in r])
-        console.print(t)
+        # Two tables, so each fits an 80-column terminal: what the endpoints see, then the scheme's work.
+        for heads in (
+            {"variant": "variant", "tcp_goodput_mbps": "TCP\nMbit/s", "tcp_retransmissions": "TCP\nretx",
+             "tcp_rtos": "TCP\nRTOs", "probe_loss": "probe\nloss", "probe_owd_p50_ms": "OWD ms\np50",
+             "probe_owd_p99_ms": "OWD ms\np99"},
+            {"variant": "variant", "hop_retransmissions": "hop\nretx", "lost_at_handover": "lost at\nhandover",
+             "migrated_packets": "migrated", "timer_losses": "timer\nlosses", "feedback_mbytes": "feedback\nMB",
+             "processed_packets": "processed", "unprocessed_packets": "not\nprocessed"},
+        ):  # fmt: skip
+            t = table(*heads.values(), wrap=(0,))
+            for r in ab.table.select(list(heads)).iter_rows():
+                t.add_row(*["-" if x is None else f"{x:.4g}" if isinstance(x, float) else str(x) for x in r])
+            console.print(t)
         for c in ab.checks:
             mark = "[green]PASS[/]" if c["passed"] else "[red]FAIL[/]"
             figs = ", ".join(f"{k}={v}" for k, v in c.items() if k not in ("check", "passed"))
@@ -414,10 +420,11 @@ def results_list(store: StoreOpt = Path("results"), as_json: JsonOpt = False) ->
     if as_json:
         _emit(df.with_columns(df["created"].cast(str)).to_dicts() if not df.is_empty() else [])
         return
-    t = Table("run_id", "scenario", "seed", "scheme", "pair", "complete", "created", "code_version")
+    t = table("run_id", "scenario", "seed", "scheme", "pair", "done", "created", wrap=(1, 3, 4))
     for r in df.iter_rows(named=True):
-        t.add_row(r["run_id"], str(r["scenario"]), str(r["seed"]), r["scheme"], r["pair"], str(r["complete"]),
-                  str(r["created"]), str(r["code_version"]))  # fmt: skip
+        created = str(r["created"])[5:16]  # MM-DD HH:MM; --json gives the full time and the code version
+        t.add_row(r["run_id"], str(r["scenario"]), str(r["seed"]), r["scheme"] or "-", r["pair"] or "-",
+                  "yes" if r["complete"] else "no", created)  # fmt: skip
     console.print(t)
 
 
@@ -625,7 +632,7 @@ def emu_leotp_sweep(
     if as_json:
         _emit(rows)
         return
-    t = Table("loss %", "engine", "scheme", "variant", "Mbit/s", "paper", "OWD p50 ms", "retx", "real time")
+    t = table("loss %", "engine", "scheme", "variant", "Mbit/s", "paper", "OWD ms\np50", "retx", "real\ntime")
     for r in rows:
         mbps = r["throughput_mbps"]
         t.add_row(

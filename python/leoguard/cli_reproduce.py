@@ -9,9 +9,8 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from leoguard.cli_common import JsonOpt, WriteStoreOpt, _emit, console, new_app, out_dir_cb
+from leoguard.cli_common import JsonOpt, WriteStoreOpt, _emit, console, new_app, out_dir_cb, table
 from leoguard.errors import LeoguardError
 
 reproduce_app = new_app("Reproduce published results side by side with the papers.")
@@ -87,7 +86,7 @@ def reproduce_satguard(
     if as_json:
         _emit(r.json_rows())
         return
-    t = Table("metric", "scheme", "paper", "leoguard", "unit")
+    t = table("metric", "scheme", "paper", "leoguard", "unit", wrap=(0, 1))
     for row in r.table:
         t.add_row(row["metric"], row["scheme"], str(row["paper"]), str(row["leoguard"]), row["unit"])
     console.print(t)
@@ -196,7 +195,7 @@ def _startcp_table(rows: list[dict]) -> None:
     order = {"sim": 0, "emu": 1}
     rows = sorted(rows, key=lambda r: (r["experiment"], r["scheme"].removesuffix("-kernel"), r["handover"],
                                        order.get(r["engine"], 2), r["scheme"]))  # fmt: skip
-    t = Table("experiment", "engine", "scheme", "handover", "t (s)", "Mbit/s", "lost", "pred. err (ms)")
+    t = table("experiment", "engine", "scheme", "handover", "t (s)", "Mbit/s", "lost", "pred. err\nms", wrap=(0, 2))
     for row in rows:
         err = row["predicted_error_ms"]
         cells = [row["experiment"], row["engine"], row["scheme"], str(row["handover"]), f"{row['t_s']:.1f}"]
@@ -225,7 +224,8 @@ def _startcp_study(seeds: int, duration_s: float, as_json: bool) -> None:
     cols += ["bbr_lost_per_interrupted_second", "mbps_per_switch_second", "bbr_mbps_per_switch_second"]
     heads = ["case", "switches", "interrupted", "stalled for", "|err| p50 ms", "p90", "max", "false stalls"]
     heads += ["lost/s StarTCP*", "lost/s BBR", "Mbit/s StarTCP", "Mbit/s BBR"]
-    t = Table(*heads, caption="lost/s: packets lost in an interrupted switch's second (*: those StarTCP stalled for)")
+    t = table(*heads, wrap=(0,))
+    t.caption = "lost/s: packets lost in an interrupted switch's second (*: those StarTCP stalled for)"
     for row in summary:
         t.add_row(*("-" if row[c] is None else str(row[c]) for c in cols))
     console.print(t)
@@ -250,7 +250,7 @@ def reproduce_liquid(
     if as_json:
         _emit(r.json_rows())
         return
-    t = Table("cc", "tunnel", "goodput (Mbit/s)", "retransmissions", "paper retransmissions")
+    t = table("cc", "tunnel", "goodput\nMbit/s", "retransmissions", "paper\nretransmissions")
     from leoguard.reproduce.liquid import PAPER
 
     for row in r.rows:
@@ -295,7 +295,7 @@ def reproduce_leotp(
     if as_json:
         _emit(r.rows)
         return
-    t = Table("experiment", "case", "scheme", "Mbit/s", "paper", "diff %", "OWD ms", "paper OWD")
+    t = table("experiment", "case", "scheme", "Mbit/s", "paper", "diff %", "OWD ms", "paper\nOWD", wrap=(0, 1, 2))
     for row in r.rows:
         case = row.get("pair") or str(row.get("switch_every_s") or row["loss_pct"])
         if row["experiment"] == "fig14":

@@ -55,3 +55,20 @@ def test_tables_fit_80_columns_without_cutting(tmp_path, argv):
     assert lines and max(len(ln) for ln in lines) <= 80, o.stdout
     assert "…" not in o.stdout, o.stdout
     assert "shape:" not in o.stdout and "Place(" not in o.stdout  # no polars or Python repr
+
+
+def test_the_result_stores_list_fits_80_columns(tmp_path):
+    from leoguard.scenario import from_dict
+    from leoguard.simulate import simulate
+    from leoguard.store import ResultStore, run_key
+
+    sc = from_dict({"name": "chain-loss", "duration_s": 0.2, "topology": {"kind": "chain", "hops": 1,
+                    "rate_mbps": 10, "delay_ms": 1}, "flows": [{"kind": "tcp", "src": 0, "dst": 1}]})  # fmt: skip
+    res = simulate(sc)
+    with ResultStore(tmp_path / "store") as st:
+        for scheme in ("satguard", "satguard-no-beam-timers"):
+            st.put(run_key(sc, scheme, "NYC-LON"), res, scheme=scheme, pair="NYC-LON")
+    o = cli(tmp_path, "results", "list", "--store", "store")
+    assert o.status == 0, o.stderr
+    assert max(len(ln) for ln in o.stdout.splitlines()) <= 80 and "…" not in o.stdout, o.stdout
+    assert run_key(sc, "satguard", "NYC-LON") in o.stdout  # the id whole: `results query` takes it
