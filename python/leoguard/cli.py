@@ -16,12 +16,12 @@ from leoguard.cli_common import (
     JsonOpt,
     StoreOpt,
     _emit,
-    check_out_dir,
     check_out_file,
     console,
     new_app,
     out_dir_cb,
     run_app,
+    store_dir_cb,
     table,
 )
 from leoguard.cli_reproduce import reproduce_app
@@ -517,7 +517,7 @@ def emu_run(
     ] = None,
     store: Annotated[
         Path | None,
-        typer.Option(help="Also put the run into this result store.", callback=lambda v: check_out_dir(v, "--store")),
+        typer.Option(help="Also put the run into this result store.", callback=store_dir_cb),
     ] = None,
     seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
     duration: Annotated[float | None, typer.Option(help="Override duration_s.")] = None,

@@ -18,25 +18,6 @@ from leoguard.errors import LeoguardError
 console = Console()
 
 
-def _flags_show_no_type() -> None:
-    """Typer (0.2x with click >= 8.2) prints a flag's help as `--json <bool>`, which invites `--json true`
-    (an error): a flag takes no value, so its help shows none."""
-    from typer.core import TyperOption
-
-    shown = TyperOption.display_type_rich
-    if getattr(shown, "_leoguard", False):
-        return
-
-    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
-        return None if self.is_flag else shown(self, ctx)
-
-    display_type_rich._leoguard = True  # type: ignore[attr-defined]
-    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
-
-
-_flags_show_no_type()
-
-
 def new_app(help: str) -> typer.Typer:
     """A Typer app (or sub-app) of leoguard's: plain help text (no rich panels: rendering them imports
     rich's markdown stack, half of `leoguard --help`'s time), no pretty tracebacks (a user error is one
@@ -99,11 +80,14 @@ def out_dir_cb(value: Path | None) -> Path | None:
     return check_out_dir(value, "--out")
 
 
+def store_dir_cb(value: Path | None) -> Path | None:
+    """Typer callback for a `--store` the command writes."""
+    return check_out_dir(value, "--store")
+
+
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
 StoreOpt = Annotated[Path, typer.Option("--store", help="The result store's directory.")]
-WriteStoreOpt = Annotated[
-    Path, typer.Option("--store", help="The result store's directory.", callback=lambda v: check_out_dir(v, "--store"))
-]
+WriteStoreOpt = Annotated[Path, typer.Option("--store", help="The result store's directory.", callback=store_dir_cb)]
 """A store this command writes: checked before any run."""
 
 

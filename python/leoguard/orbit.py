@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from leoguard import _core
-from leoguard.errors import LeoguardError, read_user_text
+from leoguard.errors import LeoguardError, read_user_text, shown
 from leoguard.places import Place, place
 
 PRESETS: tuple[str, ...] = tuple(_core.PRESETS)
@@ -45,21 +45,13 @@ PlaceLike = str | Place | tuple[float, float]
 MAX_TLE_FILE_BYTES = 32 * 2**20
 
 
-def _show(value: Any) -> str:
-    """A value for an error message: huge integers as ~10**N, other non-numbers by repr, cut short."""
-    if isinstance(value, int) and abs(value) >= 10**30:
-        return f"{'-' if value < 0 else ''}~10**{int(value.bit_length() * math.log10(2))}"
-    text = str(value) if isinstance(value, numbers.Real) else repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _number(name: str, value: Any) -> float:
     """`value` as a float, or a `LeoguardError` naming `name`. Ranges (finite, > 0, ...) are the core's
     to check, so that one message serves Python and Rust callers."""
     try:
         return float(value)
     except (TypeError, ValueError, OverflowError):
-        raise LeoguardError(f"invalid {name} = {_show(value)}: must be a number") from None
+        raise LeoguardError(f"invalid {name} = {shown(value)}: must be a number") from None
 
 
 def _integer(name: str, value: Any, lo: int, hi: int, what: str) -> int:
@@ -72,7 +64,7 @@ def _integer(name: str, value: Any, lo: int, hi: int, what: str) -> int:
     except TypeError:
         v = None
     if v is None or not lo <= v <= hi:
-        raise LeoguardError(f"invalid {name} = {_show(value)}: must be {what}")
+        raise LeoguardError(f"invalid {name} = {shown(value)}: must be {what}")
     return v
 
 
@@ -89,7 +81,7 @@ def parse_epoch(epoch: float | str | _dt.datetime | None) -> float | None:
         except ValueError as e:
             raise LeoguardError(f"invalid epoch = '{epoch}': use ISO 8601, e.g. 2026-01-01T00:00:00Z") from e
     if not isinstance(epoch, _dt.datetime):
-        raise LeoguardError(f"invalid epoch = {_show(epoch)}: use a Unix time, an ISO 8601 string or a datetime")
+        raise LeoguardError(f"invalid epoch = {shown(epoch)}: use a Unix time, an ISO 8601 string or a datetime")
     if epoch.tzinfo is None:
         epoch = epoch.replace(tzinfo=_dt.UTC)
     return epoch.timestamp()
@@ -112,7 +104,7 @@ def parse_interruption(spec: str) -> tuple[str, float, float]:
         return v
 
     if not isinstance(spec, str):
-        raise LeoguardError(f"invalid interruption = {_show(spec)}: use one of {', '.join(INTERRUPTIONS)}")
+        raise LeoguardError(f"invalid interruption = {shown(spec)}: use one of {', '.join(INTERRUPTIONS)}")
     kind, *args = spec.strip().lower().split(":")
     if kind == "none" and not args:
         return ("none", 0.0, 0.0)
@@ -318,7 +310,7 @@ class Constellation:
             raise LeoguardError(f"unknown policy '{policy}' (known: {', '.join(POLICIES)})")
         if not isinstance(slot_criterion, str):
             raise LeoguardError(
-                f"invalid slot_criterion = {_show(slot_criterion)}: use one of {', '.join(SLOT_CRITERIA)}"
+                f"invalid slot_criterion = {shown(slot_criterion)}: use one of {', '.join(SLOT_CRITERIA)}"
             )
         # The core takes a u64 seed and f64 times; its own checks name duration_s, step_s, ...
         seed = _integer("seed", seed, 0, 2**64 - 1, "an integer in [0, 2**64 - 1]")

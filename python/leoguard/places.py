@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import difflib
 import functools
-import re
 import unicodedata
 import zipfile
 from collections.abc import Iterable, Mapping
@@ -20,12 +19,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from leoguard.errors import LeoguardError
+from leoguard.errors import LeoguardError, shown
 
 ROLES = ("terminal", "ground-station", "pop")
 #: The longest place name accepted; the gazetteer's longest (Bangkok's ceremonial name) has 193 characters.
 MAX_NAME_CHARS = 256
-_COORDS = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*$")
 _INDEX = "data/cities15000.zip"
 #: The index's members (see `_index_members`); each has one line per city, most populous first.
 _ROWS, _NAMES, _ALTS_ASCII, _ALTS_OTHER = "cities.tsv", "names.txt", "alternates_ascii.txt", "alternates_other.txt"
@@ -135,16 +133,11 @@ def _from_row(row: str, role: str) -> Place:
     return Place(name, float(lat), float(lon), role, int(pop), cc)
 
 
-def _shown(name: str) -> str:
-    """`name` quoted for an error message, cut short if long (an argument may be megabytes)."""
-    return f"'{name}'" if len(name) <= 60 else f"'{name[:60]}…' ({len(name)} characters)"
-
-
 def _check_name(name: str) -> None:
     if len(name) > MAX_NAME_CHARS:
-        raise LeoguardError(f"invalid place name {_shown(name)}: longer than {MAX_NAME_CHARS} characters")
+        raise LeoguardError(f"invalid place name {shown(name)}: longer than {MAX_NAME_CHARS} characters")
     if not name.strip():
-        raise LeoguardError(f"invalid place name {_shown(name)}: the place name is empty")
+        raise LeoguardError(f"invalid place name {shown(name)}: the place name is empty")
 
 
 def city(name: str, role: str = "terminal") -> Place:
@@ -156,7 +149,7 @@ def city(name: str, role: str = "terminal") -> Place:
     query, _, country = name.partition(",")
     key, cc = _fold(query), country.strip().upper() or None
     if not key:
-        raise LeoguardError(f"invalid place name {_shown(name)}: the city name is empty")
+        raise LeoguardError(f"invalid place name {shown(name)}: the city name is empty")
     # No indexed name holds a separator, so a key holding one matches nothing (and must not span lines).
     if not any(sep in key for sep in "\n\t\x1f"):
         needle = key.encode("utf-8", "surrogatepass")  # a lone surrogate matches nothing, as before
@@ -172,12 +165,9 @@ def city(name: str, role: str = "terminal") -> Place:
 
 
 def _coords(spec: str) -> tuple[float, float] | None:
-    """The (lat, lon) a "lat,lon" string spells, or None if it is not two numbers. Beyond plain decimals
-    this takes whatever `float` reads ("1e1", "nan", "inf"), so those get a coordinate error, not "unknown
-    city" (no city query has a number for a country code)."""
-    m = _COORDS.match(spec)
-    if m:
-        return float(m.group(1)), float(m.group(2))
+    """The (lat, lon) a "lat,lon" string spells, or None if it is not two numbers. Whatever `float` reads
+    counts ("40.7", " -74", "1e1", "nan", "inf"), so "nan,0" gets a coordinate error, not "unknown city"
+    (no city query has a number for a country code)."""
     lat, comma, lon = spec.partition(",")
     try:
         return (float(lat), float(lon)) if comma else None

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from leoguard import _core
-from leoguard.errors import LeoguardError, read_user_text
+from leoguard.errors import LeoguardError, read_user_text, shown
 from leoguard.sections import Capture, Emu, Leotp, LinkGuardian, Liquid, Mpep, Satguard, Startcp, Tambur, Tcp, _Model
 from leoguard.topologies import (
     Chain,
@@ -245,19 +245,21 @@ class Scenario(_Model):
                 f"({t.switch_every_s} s)"
             )
         names = self.node_names()
+        flow_ends = []
         for i, f in enumerate(self.flows):
             ends = [self._node_index(getattr(f, end), names, f"flows[{i}].{end}") for end in ("src", "dst")]
             if ends[0] == ends[1]:
                 raise ValueError(f"flows[{i}]: src and dst are the same node ({f.src})")
             if isinstance(t, LeoPath) and set(ends) != {0, 1}:
                 raise ValueError(f"flows[{i}]: on a leo-path topology flows run between its two ends")
+            flow_ends.append((ends[0], ends[1]))
+        links = self.resolved_links()
         if not isinstance(t, LeoPath | ConstellationTopology):
-            self._check_connected(names)
-        n_links = len(self.resolved_links())
+            self._check_connected(names, flow_ends, links)
+        n_links = len(links)
         for i, e in enumerate(self.events):
             if e.link >= n_links:
                 raise ValueError(f"events[{i}].link = {e.link} is not a link index (0..{n_links - 1})")
-        links = self.resolved_links()
         for i, r in enumerate(self.routes):
             for end in ("node", "dst"):
                 if getattr(r, end) >= len(names):
@@ -269,15 +271,14 @@ class Scenario(_Model):
             self._capture_core(names)
         return self
 
-    def _check_connected(self, names: list[str]) -> None:
-        """Every flow's ends are joined by links (a flow with no path would run and report 100 % loss)."""
+    def _check_connected(self, names: list[str], flow_ends: list[tuple[int, int]], links: list[Link]) -> None:
+        """Every flow's ends (node numbers) are joined by links (a flow with no path would run and report
+        100 % loss)."""
         adj: dict[int, set[int]] = {}
-        for lk in self.resolved_links():
+        for lk in links:
             adj.setdefault(lk.a, set()).add(lk.b)
             adj.setdefault(lk.b, set()).add(lk.a)
-        for i, f in enumerate(self.flows):
-            src = self._node_index(f.src, names, f"flows[{i}].src")
-            dst = self._node_index(f.dst, names, f"flows[{i}].dst")
+        for i, (src, dst) in enumerate(flow_ends):
             seen, todo = {src}, [src]
             while todo:
                 for n in adj.get(todo.pop(), ()):
@@ -600,18 +601,12 @@ def _leo_timeline(t: LeoPath, duration_s: float, seed: int) -> tuple[Any, Any]:
     return c, tl
 
 
-def _shown(value: Any, limit: int = 60) -> str:
-    """`repr(value)`, cut to `limit` characters with the full length said (a 100 KB value is not echoed)."""
-    r = repr(value)
-    return r if len(r) <= limit else f"{r[:limit]}… ({len(r)} characters)"
-
-
 def _explain(e: ValidationError, source: str) -> LeoguardError:
     lines = []
     for err in e.errors():
         loc = ".".join(str(x) for x in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
-        got = f" (got {_shown(err['input'])})" if "input" in err and not isinstance(err["input"], dict) else ""
+        got = f" (got {shown(err['input'])})" if "input" in err and not isinstance(err["input"], dict) else ""
         lines.append(f"{loc}: {msg}{got}" if loc else f"{msg}{got}")
     return LeoguardError(f"invalid scenario {source}: " + "; ".join(lines))
 

@@ -10,7 +10,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from leoguard.errors import LeoguardError
+from leoguard.errors import LeoguardError, shown
 
 INT_RANGE = (-(2**63), 2**64 - 1)
 """What an integer field may hold before its own bounds: a 64-bit value (the Rust core's widest)."""
@@ -50,9 +50,7 @@ class _Model(BaseModel):
                 raise ValueError(f"{key} = {str(v).lower()}: expected a number or text, not a boolean")
             huge = _huge_int(v)
             if huge is not None:
-                digits = str(huge)
-                shown = digits if len(digits) <= 30 else f"{digits[:20]}… ({len(digits)} digits)"
-                raise ValueError(f"{key}: {shown} is out of range (integers must lie in [-2^63, 2^64 - 1])")
+                raise ValueError(f"{key}: {shown(huge)} is out of range (integers must lie in [-2^63, 2^64 - 1])")
         return data
 
 

@@ -35,6 +35,11 @@ EXTRA_DIRS: tuple[str, ...] = ("/usr/lib/chromium", "/usr/sbin", "/sbin")
 """Searched before PATH: Debian's real chromium binary (not the /usr/bin shell wrapper), nginx, ip."""
 
 
+def covered(program: str) -> bool:
+    """Whether `make setup` and `make build` provide `program`: listed here, essential, or leoguard's own."""
+    return program in DEBIAN_TOOLS or program in BASE_TOOLS or program.startswith("leoguard-")
+
+
 def find(tool: str) -> str | None:
     """Path of `tool` on this machine (EXTRA_DIRS, then PATH), or None."""
     return shutil.which(tool, path=os.pathsep.join([*EXTRA_DIRS, os.environ.get("PATH", "")]))
@@ -48,3 +53,13 @@ def package(tool: str) -> str:
 def missing_message(tool: str) -> str:
     """The one-line error for a missing `tool`."""
     return f"{tool} is missing: install the Debian package {package(tool)} (`make setup` does)"
+
+
+def need(tool: str) -> str:
+    """Path of `tool`, or a one-line `LeoguardError` naming the Debian package that provides it."""
+    path = find(tool)
+    if path is None:
+        from leoguard.errors import LeoguardError  # here, so the installer can load this module alone
+
+        raise LeoguardError(missing_message(tool))
+    return path

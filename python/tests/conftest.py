@@ -7,8 +7,8 @@ import pytest
 
 from leoguard.orbit import Constellation
 
-# Every program the test process starts, recorded here and checked against sysdeps.DEBIAN_TOOLS when
-# the session ends (test_sysdeps.py checks the source statically; this catches what it cannot see).
+# Every program the test process starts, recorded here and checked with sysdeps.covered when the
+# session ends (test_sysdeps.py checks the source statically; this catches what it cannot see).
 STARTED: dict[str, str] = {}
 _popen_init = subprocess.Popen.__init__
 
@@ -21,10 +21,10 @@ def _unwrapped(argv: list[str]) -> list[str]:
 
 
 def _own(exe: str) -> bool:
-    """Programs `make setup` and `make build` install themselves: this interpreter, anything in the venv
-    (its scripts, binaries that PyPI packages such as Ray ship), the Rust binaries in target/."""
+    """Programs `make setup` and `make build` install by path: this interpreter, anything in the venv (its
+    scripts, binaries that PyPI packages such as Ray ship), the Rust binaries in target/."""
     p = Path(exe)
-    if p.name.startswith("leoguard-") or str(p) == sys.executable:
+    if str(p) == sys.executable:
         return True
     homes = (Path(sys.prefix), Path(sys.prefix).resolve(), Path(__file__).resolve().parents[2] / "target")
     return p.is_absolute() and any(q.is_relative_to(h) for q in (p, p.resolve()) for h in homes)
@@ -44,11 +44,7 @@ subprocess.Popen.__init__ = _recording_init  # type: ignore[method-assign]
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from leoguard import sysdeps
 
-    bad = {
-        p: cmd
-        for p, cmd in STARTED.items()
-        if p not in sysdeps.DEBIAN_TOOLS and p not in sysdeps.BASE_TOOLS and not p.startswith("leoguard-")
-    }
+    bad = {p: cmd for p, cmd in STARTED.items() if not sysdeps.covered(p)}
     if bad:
         lines = "\n".join(f"  {p}: {cmd}" for p, cmd in sorted(bad.items()))
         sys.stderr.write(f"\nthe tests started programs that `make setup` does not install (sysdeps.py):\n{lines}\n")

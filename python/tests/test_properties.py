@@ -95,8 +95,9 @@ def test_any_arguments_run_or_get_one_line(tmp_path_factory, template, args):
     argv = [next(it) if a == "{}" else a for a in template]
     if "--out" in argv and argv[argv.index("--out") + 1] not in ("out/p", "out/r"):
         # A free --out must stay under the scratch directory's out/ for the write check to hold.
-        argv[argv.index("--out") + 1] = "out/" + argv[argv.index("--out") + 1].replace("/", "_").lstrip(".") or "out/x"
-    if argv[:2] == ["bench", "fec"] and argv[-1].isdigit() and int(argv[-1]) > 0:
+        at = argv.index("--out") + 1
+        argv[at] = "out/x" + argv[at].replace("/", "_")
+    if argv[:2] == ["bench", "fec"] and argv[-1].isascii() and argv[-1].isdigit() and int(argv[-1]) > 0:
         argv[-1] = "1"  # a valid count runs the benchmark: keep it short
     o = run_case(Case("generated", argv, "", {"s.toml": CHAIN}), tmp_path_factory.mktemp("cli"), limit_s=60)
     lines = [ln for ln in o.stderr.splitlines() if ln.strip()]

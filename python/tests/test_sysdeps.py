@@ -15,7 +15,7 @@ from leoguard import sysdeps
 ROOT = Path(__file__).resolve().parents[2]
 STARTERS = {"run", "Popen", "check_output", "check_call", "call", "_run", "_sh", "Proc", "exec", "spawn"}
 """Calls whose first argument (or whose arguments, for `exec`-style helpers) is a command line."""
-LOOKUPS = {"_need", "find", "find_binary", "which"}
+LOOKUPS = {"need", "find", "find_binary", "which"}
 """Calls whose first argument is a program looked up on PATH."""
 
 
@@ -42,10 +42,10 @@ def _programs_in(elts: list[ast.expr]) -> list[str]:
     return out
 
 
-def static_programs() -> dict[str, list[str]]:
-    """Program name -> where the source starts or looks it up."""
+def static_programs(root: Path = ROOT) -> dict[str, list[str]]:
+    """Program name -> where the source under `root` (python/, tools/, crates/) starts or looks it up."""
     found: dict[str, list[str]] = {}
-    for p in sorted([*(ROOT / "python").rglob("*.py"), *(ROOT / "tools").rglob("*.py")]):
+    for p in sorted([*(root / "python").rglob("*.py"), *(root / "tools").rglob("*.py")]):
         for node in ast.walk(ast.parse(p.read_text(), str(p))):
             if not isinstance(node, ast.Call) or not node.args:
                 continue
@@ -67,21 +67,17 @@ def static_programs() -> dict[str, list[str]]:
                         names.append(a.value)
                     names += _programs_in(node.args)[1:]  # after "ip", "netns", "exec", NS
             for n in names:
-                found.setdefault(n, []).append(f"{p.relative_to(ROOT)}:{node.lineno}")
-    for p in sorted((ROOT / "crates").rglob("*.rs")):
+                found.setdefault(n, []).append(f"{p.relative_to(root)}:{node.lineno}")
+    for p in sorted((root / "crates").rglob("*.rs")):
         for i, line in enumerate(p.read_text().splitlines(), 1):
             for m in re.finditer(r'Command::new\("([^"]+)"\)', line):
-                found.setdefault(m.group(1), []).append(f"{p.relative_to(ROOT)}:{i}")
+                found.setdefault(m.group(1), []).append(f"{p.relative_to(root)}:{i}")
     return found
 
 
 def unlisted(programs: dict[str, list[str]]) -> dict[str, list[str]]:
-    """The programs that are neither in DEBIAN_TOOLS nor essential nor leoguard's own binaries."""
-    return {
-        n: w
-        for n, w in programs.items()
-        if n not in sysdeps.DEBIAN_TOOLS and n not in sysdeps.BASE_TOOLS and not n.startswith("leoguard-")
-    }
+    """The programs `make setup` does not provide (sysdeps.covered)."""
+    return {n: w for n, w in programs.items() if not sysdeps.covered(n)}
 
 
 def test_every_program_the_source_starts_or_looks_up_is_installed_by_make_setup():
@@ -91,12 +87,21 @@ def test_every_program_the_source_starts_or_looks_up_is_installed_by_make_setup(
     assert unlisted(found) == {}, "add these to python/leoguard/sysdeps.py's DEBIAN_TOOLS"
 
 
-def test_the_scan_catches_a_program_that_is_not_listed(tmp_path):
-    code = 'import subprocess\nsubprocess.run(["ethtool", "-k", "eth0"])\n_need("tcpdump")\n'
-    tree = ast.parse(code)
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args]
-    got = [c.args[0].elts[0].value if isinstance(c.args[0], ast.List) else c.args[0].value for c in calls]
-    assert unlisted({g: ["x"] for g in got}) == {"ethtool": ["x"], "tcpdump": ["x"]}
+def test_the_scan_catches_programs_that_are_not_listed(tmp_path):
+    (tmp_path / "python").mkdir()
+    (tmp_path / "crates").mkdir()
+    (tmp_path / "python" / "m.py").write_text(
+        "import subprocess\n"
+        'subprocess.run(["ethtool", "-k", "eth0"])\n'
+        'sysdeps.need("tcpdump")\n'
+        'subprocess.Popen([*h.exec_prefix(), "socat", "-"])\n'
+        'subprocess.run(["ip", "netns", "exec", "ns1", "tc", "qdisc"])\n'
+        'subprocess.run(["iperf3", "-s"])\n'
+    )
+    (tmp_path / "crates" / "m.rs").write_text('let o = Command::new("nft").output();\n')
+    found = static_programs(tmp_path)
+    assert sorted(unlisted(found)) == ["ethtool", "nft", "socat", "tc", "tcpdump"]
+    assert found["iperf3"] == ["python/m.py:6"]
 
 
 def test_a_missing_program_names_its_package():

@@ -111,8 +111,9 @@ pub fn parse_tle_text(text: &str) -> Result<Vec<TleSatellite>, OrbitError> {
 
 /// Parses a 3-line TLE text whose errors name `origin` (e.g. `file sats.tle`) and the line. Refused:
 /// malformed lines, names over [`MAX_NAME_LEN`] characters or with control characters, orbits that
-/// cannot be flown (perigee below the surface), a satellite listed twice (same catalogue number or
-/// name: names identify satellites in every result) and more than [`MAX_SATELLITES`] satellites.
+/// cannot be flown (perigee below the surface), a satellite listed twice (the same catalogue number)
+/// and more than [`MAX_SATELLITES`] satellites. Satellites that share a name are kept, the later ones
+/// named `NAME #catalogue` (names identify satellites in every result).
 pub fn parse_tle(text: &str, origin: &str) -> Result<Vec<TleSatellite>, OrbitError> {
     let fault = |what: &'static str| {
         move |line: usize, reason: String| OrbitError::Tle { what, origin: origin.to_string(), line, reason }

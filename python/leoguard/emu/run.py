@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from leoguard import _core
+from leoguard import _core, sysdeps
 from leoguard.emu import transport
 from leoguard.emu.hosts import Lab, cleanup, softnet_drops, v6_addr
 from leoguard.emu.results import EmuResults
@@ -36,16 +36,6 @@ from leoguard.simulate import interruptions_table, startcp_table
 BASE_PORT = 5201
 TC_EF = 0xB8
 """IPv6 Traffic Class of delay-sensitive flows (DSCP EF): what SATGUARD processes (§3.5)."""
-
-
-def _need(tool: str) -> str:
-    """Path of `tool`, or a one-line error naming the Debian package that provides it (sysdeps.py)."""
-    from leoguard import sysdeps
-
-    path = sysdeps.find(tool)
-    if path is None:
-        raise LeoguardError(sysdeps.missing_message(tool))
-    return path
 
 
 TUNNEL_PORT = 7000
@@ -280,16 +270,16 @@ def emulate(
         scenario = load_scenario(path)
     spec = scenario.to_core(base_dir)
     paths = check(scenario, spec)
-    _need("ip")
+    sysdeps.need("ip")
     if any(f.kind == "tcp" and flow_stack(f) == "kernel" for f in scenario.flows):
-        _need("iperf3")
+        sysdeps.need("iperf3")
     own_tcp = transport.leoguard_flows(scenario)
     if own_tcp:
         from leoguard.tunnel import binary
 
         _Proc.transport_exe = str(binary("leoguard-transport"))
     if scenario.emu.ping_interval_ms is not None:
-        _need("ping")
+        sysdeps.need("ping")
     cleanup()
     flows = spec["flows"]
     ends: dict[int, str] = {}

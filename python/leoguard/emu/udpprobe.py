@@ -10,7 +10,9 @@ sender prints {"sent": N} when done."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import socket
 import struct
 import sys
@@ -63,9 +65,6 @@ def _drop_realtime() -> None:
     """Leaves the real-time priority the emulator gave this probe for pacing (and stamping) once the
     paced part is over: the interpreter's exit (tens of ms of teardown) must not hold the hosts' CPU
     from the receiving probe, which would stamp the packets that wait behind it late, in a burst."""
-    import contextlib
-    import os
-
     with contextlib.suppress(OSError, AttributeError):
         os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 

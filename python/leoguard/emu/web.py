@@ -41,10 +41,7 @@ __all__ = [
 
 def find_binary(name: str) -> Path:
     """Path of `chromium`, `chromedriver`, `nginx` or `openssl`, or a one-line error naming the package."""
-    found = sysdeps.find(name)
-    if found is None:
-        raise LeoguardError(sysdeps.missing_message(name))
-    return Path(found)
+    return Path(sysdeps.need(name))
 
 
 def _run(cmd: list[str], text: bool = True) -> subprocess.CompletedProcess:
