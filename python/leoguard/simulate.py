@@ -33,6 +33,29 @@ def web_summary(web: pl.DataFrame) -> list[dict[str, Any]]:
     return [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()} for r in g.iter_rows(named=True)]
 
 
+def lossy_seconds_table(links: list[tuple[int, int, list | None]]) -> pl.DataFrame:
+    """The lossy seconds of each link's per-second loss model (`starlink`), one row per link and lossy
+    second: from_node, to_node, second, rate. Drawn from streams keyed by (seed, link, second), so the
+    table is the same for any traffic, scheme or engine (docs/loss-models.md, "Common random numbers")."""
+    rows = [(a, b, int(s), float(r)) for a, b, secs in links for s, r in (secs or [])]
+    schema = {"from_node": pl.UInt32, "to_node": pl.UInt32, "second": pl.UInt64, "rate": pl.Float64}
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def loss_process(table: pl.DataFrame) -> dict[str, Any]:
+    """A run's loss process in brief: links with per-second models, lossy seconds, and a digest of the
+    whole table, equal between two runs exactly when they drew the same lossy seconds and rates."""
+    import hashlib
+
+    t = table.sort("from_node", "to_node", "second")
+    text = ";".join(f"{a}>{b}:{s}:{r:.17g}" for a, b, s, r in t.iter_rows())
+    return {
+        "links": t.select("from_node", "to_node").unique().height,
+        "lossy_seconds": t.height,
+        "digest": hashlib.sha256(text.encode()).hexdigest()[:16],
+    }
+
+
 def flow_summary(r: dict[str, Any]) -> dict[str, Any]:
     """One flow of a run's summary (`leoguard run --json` and `leoguard emu run --json` print these)."""
     return {
@@ -92,6 +115,9 @@ class Results:
     """Page loads of web flows, one row per load started (docs/web.md)."""
     web_objects: pl.DataFrame = field(default_factory=pl.DataFrame)
     """Objects of those page loads: request and completion times after navigation start."""
+    lossy_seconds: pl.DataFrame = field(default_factory=lambda: lossy_seconds_table([]))
+    """Lossy seconds of each link's per-second loss model: from_node, to_node, second, rate
+    (`lossy_seconds_table`)."""
     webrtc: pl.DataFrame = field(default_factory=pl.DataFrame)
     """Per WebRTC flow: delay, jitter-buffer delay, FPS, freezes, NACK/PLI/FEC counters (docs/webrtc.md)."""
     webrtc_frames: pl.DataFrame = field(default_factory=pl.DataFrame)
@@ -129,6 +155,7 @@ class Results:
                 "drops_down": int(self.links["drops_down"].sum()),
             },
             "loss_models": self.loss_models(),
+            **({"loss_process": loss_process(self.lossy_seconds)} if len(self.lossy_seconds) else {}),
             **({"satguard": self.satguard} if self.satguard is not None else {}),
             **({"linkguardian": self.linkguardian} if self.linkguardian is not None else {}),
             **({"mpep": self.mpep} if self.mpep is not None else {}),
@@ -181,6 +208,7 @@ class Results:
             "app_delay",
             "web",
             "web_objects",
+            "lossy_seconds",
         ]
         if not self.webrtc.is_empty():
             tables += ["webrtc", "webrtc_frames", "webrtc_fps"]
@@ -309,6 +337,8 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
             "owd_ms_p99": pl.Float64,
         },
     )  # fmt: skip
+    lossy = raw["links"].pop("lossy_seconds")
+    lossy = lossy_seconds_table(list(zip(raw["links"]["from_node"], raw["links"]["to_node"], lossy, strict=True)))
     links = pl.DataFrame(raw["links"])
     links = links.with_columns(
         pl.Series("from_name", [name(i) for i in raw["links"]["from_node"]], dtype=pl.Utf8),
@@ -355,6 +385,7 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
         hops, raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta, raw.get("satguard"),
         raw.get("linkguardian"), raw.get("capture"), raw.get("capture_missed", 0), app_delay,
         mpep=raw.get("mpep"), web=_web(raw.get("web")), web_objects=_web_objects(raw.get("web_objects")),
+        lossy_seconds=lossy,
     )  # fmt: skip
     _webrtc(res, raw)
     res.startcp = startcp_table(raw.get("startcp"))

@@ -462,3 +462,28 @@ def test_satguard_conceals_the_probe_loss_of_emulated_starlink_new_york_london()
     # Unprotected, the stream would lose about `sg_links` (it is 2/3 of the packets); protected, ~0.
     assert sg_stream > 0.5 * sg_links, ("unmarked traffic is not processed (§3.5)", sg_stream, sg_links)
     assert _leftovers() == []
+
+
+def test_the_emulator_and_the_simulator_draw_the_same_lossy_seconds():
+    """Common random numbers across engines: one leo-path scenario with the `starlink` model on its
+    ground links reports the same lossy seconds (and rates) from the emulator as from the simulator,
+    so a sim-vs-emu comparison compares one loss process."""
+    _require_root()
+    from leoguard.simulate import simulate
+
+    d = {
+        "name": "emu-crn",
+        "duration_s": 5.0,
+        "seed": 3,
+        "topology": {
+            "kind": "leo-path", "constellation": "starlink-shell1", "a": "New York", "b": "London",
+            "policy": "global-schedule", "step_s": 0.1, "rate_mbps": 20, "gsl_loss": {"model": "starlink"},
+        },
+        "flows": [{"kind": "cbr", "src": 0, "dst": 1, "rate_mbps": 2, "size": 500}],
+    }  # fmt: skip
+    emu = emulate(from_dict(d))
+    sim = simulate(from_dict(d))
+    assert len(sim.lossy_seconds) > 0
+    assert emu.lossy_seconds.equals(sim.lossy_seconds), (emu.lossy_seconds, sim.lossy_seconds)
+    assert emu.summary()["loss_process"] == sim.summary()["loss_process"]
+    assert _leftovers() == []

@@ -187,3 +187,34 @@ def test_the_tcp_sections_switches_are_the_cores_and_hystart_is_one():
     # HyStart's ACK-train test ends slow start before the 2000-packet queue overflows; without it slow
     # start runs into the queue and loses a window's worth.
     assert retx[True] == 0 and retx[False] > 1000, retx
+
+
+def _leo_path(seed: int = 1, **flow) -> dict:
+    """New York - London on a leo-path with the `starlink` model on the ground links (12 s)."""
+    return {
+        "name": "crn",
+        "duration_s": 12.0,
+        "seed": seed,
+        "topology": {
+            "kind": "leo-path", "constellation": "starlink-shell1", "a": "New York", "b": "London",
+            "policy": "global-schedule", "step_s": 0.1, "rate_mbps": 50, "gsl_loss": {"model": "starlink"},
+        },
+        "flows": [{"kind": "tcp", "src": 0, "dst": 1, "cc": "cubic", **flow}],
+    }  # fmt: skip
+
+
+def test_the_lossy_seconds_are_the_same_whatever_the_traffic_or_scheme():
+    """Common random numbers (docs/loss-models.md): the `starlink` model's lossy seconds are drawn from
+    streams keyed by (seed, link, second), so a bulk CUBIC flow, a slow BBR flow and a protected flow
+    see the same lossy seconds, while the packets they lose differ; another seed is another process."""
+    bulk = simulate(from_dict(_leo_path()))
+    slow = from_dict(_leo_path(cc="bbr", bytes=200_000))
+    slow = simulate(slow)
+    guarded = simulate(from_dict({**_leo_path(), "satguard": {}}))
+    assert len(bulk.lossy_seconds) > 0
+    for other in (slow, guarded):
+        assert other.lossy_seconds.equals(bulk.lossy_seconds)
+        assert other.summary()["loss_process"] == bulk.summary()["loss_process"]
+    assert bulk.links["drops_loss"].to_list() != slow.links["drops_loss"].to_list()
+    reseeded = simulate(from_dict(_leo_path(seed=2)))
+    assert reseeded.summary()["loss_process"]["digest"] != bulk.summary()["loss_process"]["digest"]

@@ -12,7 +12,7 @@ pub mod units;
 
 pub use keys::{KeyMap, KeySet};
 pub use recent::RecentKeys;
-pub use rng::{stream, RngStream};
+pub use rng::{stream, DrawKey, RngStream};
 pub use seq::Seq16;
 pub use time::{Duration, Instant};
 pub use units::{Bps, Bytes};

@@ -149,8 +149,9 @@ pub struct Report {
     pub driver_error: Option<String>,
     /// Whether the data plane got its nice value.
     pub priority_set: bool,
-    /// Per link: (from node, to node, counters, loss model name).
-    pub links: Vec<(u32, u32, leoguard_net::LinkStats, &'static str)>,
+    /// Per link: (from, to, counters, loss model name, the model's lossy seconds of the run).
+    #[allow(clippy::type_complexity)]
+    pub links: Vec<(u32, u32, leoguard_net::LinkStats, &'static str, Option<Vec<(u64, f64)>>)>,
     /// What the per-hop scheme host did.
     pub scheme_host: crate::schemes::HostStats,
     /// The capture: (packets written, packets past `max_packets`).
@@ -780,7 +781,11 @@ impl DataPlane {
             .net
             .links
             .iter()
-            .map(|l| (l.from.0, l.to.0, l.stats, l.loss_model().map_or("none", |m| m.name())))
+            .map(|l| {
+                let m = l.loss_model();
+                let lossy = m.and_then(|m| m.lossy_seconds(Instant(end)));
+                (l.from.0, l.to.0, l.stats, m.map_or("none", |m| m.name()), lossy)
+            })
             .collect();
         let devices = Devices(std::mem::take(&mut self.hosts));
         Ok((self.report, devices))

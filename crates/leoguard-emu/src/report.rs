@@ -71,11 +71,11 @@ pub fn to_json(r: &Report, late_us: u64) -> Value {
             "rev_sent": f.rev_sent, "rev_delivered": f.rev_delivered, "reordered": f.reordered,
             "owd_ms": ms(&f.owd), "rev_owd_ms": ms(&f.rev_owd),
         })).collect::<Vec<_>>(),
-        "links": r.links.iter().map(|(a, b, s, loss)| json!({
+        "links": r.links.iter().map(|(a, b, s, loss, lossy)| json!({
             "from_node": a, "to_node": b, "offered": s.offered, "delivered": s.delivered,
             "delivered_bytes": s.delivered_bytes, "drops_queue": s.drops_queue, "drops_loss": s.drops_loss,
             "drops_down": s.drops_down, "busy_ns": s.busy_ns, "max_queue_bytes": s.max_queue_bytes,
-            "loss_model": loss,
+            "loss_model": loss, "lossy_seconds": lossy,
         })).collect::<Vec<_>>(),
     })
 }

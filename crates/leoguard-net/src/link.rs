@@ -15,7 +15,7 @@
 //! transmitter (at 9 Mbit/s a 1500-byte packet takes 1.3 ms, so a 1 s step is off by at most that).
 
 use crate::loss::LossModel;
-use leoguard_core::{Bps, Bytes, Duration, Instant, RngStream};
+use leoguard_core::{Bps, Bytes, DrawKey, Duration, Instant, RngStream};
 use std::collections::VecDeque;
 
 /// Index of a link.
@@ -160,6 +160,9 @@ pub struct Link<P> {
     schedule: Option<Box<RateSchedule>>,
     loss: Option<Box<dyn LossModel>>,
     rng: RngStream,
+    /// The key of the loss model's time-indexed draws, taken from `rng` at creation: a pure function of
+    /// the link's seed and stream label, so every engine building the same links draws the same seconds.
+    key: DrawKey,
 }
 
 impl<P: Copy> Link<P> {
@@ -182,12 +185,14 @@ impl<P: Copy> Link<P> {
             ramp: None,
             schedule: None,
             loss: None,
+            key: DrawKey::of_stream(&rng),
             rng,
         }
     }
 
-    /// Sets (or replaces) the loss model.
-    pub fn set_loss(&mut self, loss: Box<dyn LossModel>) {
+    /// Sets (or replaces) the loss model, bound to the link's [`DrawKey`].
+    pub fn set_loss(&mut self, mut loss: Box<dyn LossModel>) {
+        loss.bind(self.key);
         self.loss = Some(loss);
     }
 

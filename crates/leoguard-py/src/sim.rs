@@ -613,6 +613,7 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     links.set_item("realised_loss", lr.iter().map(|x| x.realised_loss).collect::<Vec<_>>())?;
     links.set_item("loss_model", lr.iter().map(|x| x.loss_model).collect::<Vec<_>>())?;
     links.set_item("loss_params", lr.iter().map(|x| x.loss_params.clone()).collect::<Vec<_>>())?;
+    links.set_item("lossy_seconds", lr.iter().map(|x| x.lossy_seconds.clone()).collect::<Vec<_>>())?;
     out.set_item("links", links)?;
     let drops = PyDict::new(py);
     let dr = &r.drops;

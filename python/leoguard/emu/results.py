@@ -12,7 +12,7 @@ import polars as pl
 
 from leoguard.errors import make_dir
 from leoguard.scenario import Scenario
-from leoguard.simulate import flow_summary, web_summary
+from leoguard.simulate import flow_summary, loss_process, lossy_seconds_table, web_summary
 
 
 @dataclass
@@ -49,6 +49,9 @@ class EmuResults:
     interruptions: pl.DataFrame = field(default_factory=pl.DataFrame)
     """Interruptions StarTCP receivers detected on real arrivals: flow, start_ns (model time),
     duration_ns, stalled (the simulator's columns)."""
+    lossy_seconds: pl.DataFrame = field(default_factory=lambda: lossy_seconds_table([]))
+    """Lossy seconds of each link's per-second loss model, the simulator's table: the same as the
+    simulator's for the same scenario and seed (common random numbers)."""
 
     def summary(self) -> dict[str, Any]:
         """The object `leoguard run --json` prints, plus `emulator`."""
@@ -67,6 +70,7 @@ class EmuResults:
                 "drops_queue": int(self.links["drops_queue"].sum()) if len(self.links) else 0,
                 "drops_down": int(self.links["drops_down"].sum()) if len(self.links) else 0,
             },
+            **({"loss_process": loss_process(self.lossy_seconds)} if len(self.lossy_seconds) else {}),
             **({"web": self.web_summary()} if len(self.web) else {}),
             "emulator": {
                 "timing_error_us": self.emulator["timing_error_us"],
@@ -86,7 +90,9 @@ class EmuResults:
         d = Path(directory)
         make_dir(d)
         out = {}
-        for name in ("flows", "links", "pings", "packets", "web", "series", "startcp", "interruptions"):
+        for name in (
+            "flows", "links", "pings", "packets", "web", "series", "startcp", "interruptions", "lossy_seconds",
+        ):  # fmt: skip
             p = d / f"{name}.parquet"
             getattr(self, name).write_parquet(p)
             out[name] = p

@@ -31,7 +31,7 @@ from leoguard.emu.results import EmuResults
 from leoguard.emu.transport import KERNEL_CC, flow_stack
 from leoguard.errors import LeoguardError
 from leoguard.scenario import Scenario, load_scenario
-from leoguard.simulate import interruptions_table, startcp_table
+from leoguard.simulate import interruptions_table, lossy_seconds_table, startcp_table
 
 BASE_PORT = 5201
 TC_EF = 0xB8
@@ -725,6 +725,7 @@ def _results(
             "undos": pl.Int64,
         },
     )  # fmt: skip
+    lossy = lossy_seconds_table([(x["from_node"], x["to_node"], x.pop("lossy_seconds", None)) for x in emu["links"]])
     links = pl.DataFrame(emu["links"]) if emu["links"] else pl.DataFrame()
     if len(links):
         links = links.with_columns(
@@ -749,4 +750,5 @@ def _results(
     res = EmuResults(scenario, flows, links, pings_df, packets_df, emu, wall, meta, tools, web=web, series=series_df)
     res.startcp = startcp_table(stalls)
     res.interruptions = interruptions_table(gaps)
+    res.lossy_seconds = lossy
     return res

@@ -1,7 +1,10 @@
 //! Link loss models: sans-IO and deterministic (STYLE.md rules 1, 3, 5).
 //!
 //! A model never reads a clock or a global RNG: the engine passes the packet's entry time `now` and the
-//! link's own [`RngStream`]. `now` must be non-decreasing per link (the engine's event order guarantees
+//! link's own [`RngStream`], consumed per packet. Randomness that is not per packet (the `starlink`
+//! model's second states and rates) is drawn from the link's [`DrawKey`], keyed by (seed, link, time
+//! index), never from the packet stream: two runs of one scenario and seed see the same lossy seconds
+//! whatever the traffic, the scheme or the engine (common random numbers). `now` must be non-decreasing per link (the engine's event order guarantees
 //! it); every model stays correct, just slower or coarser, if it is not (see each model's docs).
 //! Calibration and derivations are in `docs/loss-models.md`.
 //!
@@ -14,7 +17,7 @@ mod trace;
 
 use std::fmt;
 
-use leoguard_core::{Duration, Instant, RngStream};
+use leoguard_core::{DrawKey, Duration, Instant, RngStream};
 
 pub use basic::{Bernoulli, GilbertElliott, NoLoss};
 pub use handover::HandoverCorrelated;
@@ -32,6 +35,15 @@ pub trait LossModel: fmt::Debug + Send {
     fn name(&self) -> &'static str;
     /// The model's parameters for reports, as (name, value).
     fn params(&self) -> Vec<(&'static str, f64)>;
+    /// Binds the model's time-indexed randomness to `key` (a link binds its own key when the model is
+    /// attached). Models without such randomness ignore it.
+    fn bind(&mut self, _key: DrawKey) {}
+    /// The lossy seconds of `[0, until)` as (second, loss rate), for models with per-second states
+    /// drawn from the bound key; `None` for the others. A pure function of the key and `until`, so two
+    /// runs of one scenario and seed report the same list whatever their traffic.
+    fn lossy_seconds(&self, _until: Instant) -> Option<Vec<(u64, f64)>> {
+        None
+    }
 }
 
 /// Errors from building a loss model or parsing its input files.
@@ -154,6 +166,26 @@ impl LossModel for Composite {
         "composite"
     }
 
+    fn bind(&mut self, key: DrawKey) {
+        for (i, m) in self.0.iter_mut().enumerate() {
+            m.bind(key.part(i as u64));
+        }
+    }
+
+    fn lossy_seconds(&self, until: Instant) -> Option<Vec<(u64, f64)>> {
+        // A second is lossy if any component's is; rates combine as independent losses.
+        let mut merged: std::collections::BTreeMap<u64, f64> = std::collections::BTreeMap::new();
+        let mut any = false;
+        for list in self.0.iter().filter_map(|m| m.lossy_seconds(until)) {
+            any = true;
+            for (sec, r) in list {
+                let keep = merged.entry(sec).or_insert(0.0);
+                *keep = 1.0 - (1.0 - *keep) * (1.0 - r);
+            }
+        }
+        any.then(|| merged.into_iter().collect())
+    }
+
     fn params(&self) -> Vec<(&'static str, f64)> {
         let mut out = vec![("components", self.0.len() as f64)];
         for m in &self.0 {
@@ -226,6 +258,14 @@ impl<M: LossModel> LossModel for Counted<M> {
 
     fn params(&self) -> Vec<(&'static str, f64)> {
         self.inner.params()
+    }
+
+    fn bind(&mut self, key: DrawKey) {
+        self.inner.bind(key);
+    }
+
+    fn lossy_seconds(&self, until: Instant) -> Option<Vec<(u64, f64)>> {
+        self.inner.lossy_seconds(until)
     }
 }
 

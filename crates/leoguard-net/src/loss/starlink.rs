@@ -7,7 +7,7 @@
 //! seconds cluster) with lighter loss. A lossy second draws its loss rate from a piecewise-linear
 //! inverse CDF through a few empirical quantiles; packets in it are lost independently at that rate.
 
-use leoguard_core::{Duration, Instant, RngStream};
+use leoguard_core::{DrawKey, Duration, Instant, RngStream};
 
 use super::{check_prob, LossError, LossModel, Windows, SECOND_NS};
 
@@ -216,11 +216,15 @@ fn knots_sample(knots: &[(f64, f64)], u: f64) -> f64 {
 /// Starlink per-second loss ([`StarlinkFit`]) plus certain loss inside handover outages.
 ///
 /// Second `k` covers `[k, k + 1)` s of `now`; it is a boundary second when
-/// `k % period_s == boundary_offset_s`. Entering a new second draws its state (one uniform) and, if
-/// lossy, its rate (one more); seconds without packets are skipped exactly via the chain's n-step
-/// probabilities, so cost is per packet plus O(1) per second. Packets in a lossy second cost one
-/// uniform each. Precondition: `now` non-decreasing; a packet earlier than the current second is
-/// treated as part of it (the process cannot be rewound) while outages are still answered exactly.
+/// `k % period_s == boundary_offset_s`. Each second's state and rate are drawn from the bound
+/// [`DrawKey`] at index `k` (common random numbers, [`LossModel::bind`]): second `k` is lossy when
+/// `u(k, 0) < p` (p: the boundary probability, or the chain's transition probability from second
+/// `k - 1`, or the long-run phase probability for second 0), and a lossy second's rate is the inverse
+/// CDF at `u(k, 1)`. The chain resets at every boundary, so a second's state depends only on the draws
+/// since the last boundary: entering a second costs O(seconds since the later of the current second
+/// and that boundary), never the packets. Packets in a lossy second cost one uniform each, from the
+/// link's packet stream. Precondition: `now` non-decreasing; a packet earlier than the current second
+/// is treated as part of it (the process cannot be rewound) while outages are still answered exactly.
 #[derive(Debug, Clone)]
 pub struct Starlink {
     fit: StarlinkFit,
@@ -228,13 +232,21 @@ pub struct Starlink {
     phase_p: Vec<f64>,
     outages: Windows,
     n_outages: usize,
+    key: DrawKey,
+    chain: Chain,
+}
+
+/// The per-second chain's position: the last second computed, its state and rate.
+#[derive(Debug, Clone, Copy, Default)]
+struct Chain {
     second: Option<u64>,
     lossy: bool,
     rate: f64,
 }
 
 impl Starlink {
-    /// Builds the model; `outages` are (start, duration) sorted by start, and may overlap.
+    /// Builds the model; `outages` are (start, duration) sorted by start, and may overlap. Its seconds
+    /// are drawn from `DrawKey::default()` until it is bound to a link's key.
     pub fn new(fit: StarlinkFit, boundary_offset_s: u64, outages: &[(Instant, Duration)]) -> Result<Self, LossError> {
         fit.validate()?;
         if boundary_offset_s >= fit.period_s {
@@ -260,15 +272,14 @@ impl Starlink {
             boundary_offset_s,
             n_outages: outages.len(),
             outages: windows,
-            second: None,
-            lossy: false,
-            rate: 0.0,
+            key: DrawKey::default(),
+            chain: Chain::default(),
         })
     }
 
     /// The loss rate drawn for the current second (0 when clean or before the first packet).
     pub fn second_rate(&self) -> f64 {
-        self.rate
+        self.chain.rate
     }
 
     /// The calibration in use.
@@ -276,25 +287,51 @@ impl Starlink {
         &self.fit
     }
 
-    /// Moves to second `sec` (later than the current one) and draws its state and rate.
-    fn enter(&mut self, sec: u64, rng: &mut RngStream) {
+    /// Second `sec`'s phase in the period, 0 being the boundary second.
+    fn phase(&self, sec: u64) -> u64 {
         let period = self.fit.period_s;
-        let phase = (sec % period + period - self.boundary_offset_s) % period;
-        let p_lossy = match self.second {
-            // Same-phase chains: the boundary resets the state, so a boundary inside the gap (or the
-            // first second of a run) gives the long-run phase probability exactly.
-            Some(prev) if sec - prev <= phase => self.fit.n_step(if self.lossy { 1.0 } else { 0.0 }, sec - prev),
-            _ => self.phase_p[phase as usize],
+        (sec % period + period - self.boundary_offset_s) % period
+    }
+
+    /// Computes second `sec` from the chain's position, which must be second `sec - 1` unless `sec`
+    /// is a boundary or second 0.
+    fn step(&self, c: &mut Chain, sec: u64) {
+        let phase = self.phase(sec);
+        let p_lossy = if phase == 0 {
+            self.fit.p_boundary_lossy
+        } else if sec == 0 {
+            self.phase_p[phase as usize]
+        } else {
+            debug_assert_eq!(c.second, Some(sec - 1));
+            if c.lossy {
+                self.fit.p_lossy_to_lossy
+            } else {
+                self.fit.p_clean_to_lossy
+            }
         };
-        self.second = Some(sec);
-        self.lossy = rng.bernoulli(p_lossy);
-        self.rate = if !self.lossy {
+        c.second = Some(sec);
+        c.lossy = self.key.uniform(sec, 0) < p_lossy;
+        c.rate = if !c.lossy {
             0.0
         } else if phase == 0 {
-            knots_sample(&self.fit.boundary_rate_knots, rng.uniform())
+            knots_sample(&self.fit.boundary_rate_knots, self.key.uniform(sec, 1))
         } else {
-            knots_sample(&self.fit.background_rate_knots, rng.uniform())
+            knots_sample(&self.fit.background_rate_knots, self.key.uniform(sec, 1))
         };
+    }
+
+    /// Moves the chain to second `sec` (later than its position): from the later of the next second and
+    /// the last boundary at or before `sec` (the chain forgets everything before a boundary).
+    fn advance(&self, c: &mut Chain, sec: u64) {
+        let phase = self.phase(sec);
+        let mut s = c.second.map_or(0, |cur| cur + 1);
+        if sec >= phase {
+            s = s.max(sec - phase);
+        }
+        while s <= sec {
+            self.step(c, s);
+            s += 1;
+        }
     }
 }
 
@@ -302,10 +339,29 @@ impl LossModel for Starlink {
     fn drop_packet(&mut self, now: Instant, rng: &mut RngStream) -> bool {
         let out = self.outages.contains(now.0);
         let sec = now.0 / SECOND_NS;
-        if self.second.is_none_or(|cur| sec > cur) {
-            self.enter(sec, rng);
+        if self.chain.second.is_none_or(|cur| sec > cur) {
+            let mut c = self.chain;
+            self.advance(&mut c, sec);
+            self.chain = c;
         }
-        out || (self.lossy && rng.bernoulli(self.rate))
+        out || (self.chain.lossy && rng.bernoulli(self.chain.rate))
+    }
+
+    fn bind(&mut self, key: DrawKey) {
+        self.key = key;
+        self.chain = Chain::default();
+    }
+
+    fn lossy_seconds(&self, until: Instant) -> Option<Vec<(u64, f64)>> {
+        let mut c = Chain::default();
+        let mut out = Vec::new();
+        for sec in 0..until.0.div_ceil(SECOND_NS) {
+            self.step(&mut c, sec);
+            if c.lossy {
+                out.push((sec, c.rate));
+            }
+        }
+        Some(out)
     }
 
     fn name(&self) -> &'static str {
@@ -403,6 +459,7 @@ mod tests {
 
     /// Generates `secs` seconds at `pps` evenly spaced packets per second; returns per-second PLRs.
     fn generate(m: &mut Starlink, seed: u64, secs: u64, pps: u64) -> Vec<f64> {
+        m.bind(DrawKey::new(seed, "starlink"));
         let mut rng = stream(seed, "starlink");
         let step = SECOND_NS / pps;
         (0..secs)
@@ -450,13 +507,14 @@ mod tests {
 
     #[test]
     fn sparse_traffic_keeps_the_long_run_phase_probabilities() {
-        // One packet every `gap` seconds exercises the n-step skip and the boundary reset: the share of
+        // One packet every `gap` seconds exercises the jump to the last boundary: the share of
         // visited seconds that are lossy must equal the long-run P(lossy) averaged over the visited
         // phases (gap 3 never visits the boundary phase 7; gaps 7 and 37 visit all 15 phases).
         let fit = StarlinkFit::satguard_fig5();
         let phase_p = fit.phase_lossy_probabilities();
         for gap in [3u64, 7, 37] {
             let mut m = Starlink::new(fit.clone(), 7, &[]).expect("valid");
+            m.bind(DrawKey::new(gap, "sparse"));
             let mut rng = stream(gap, "sparse");
             let n = 60_000u64;
             let (mut lossy, mut want) = (0.0, 0.0);
@@ -470,6 +528,78 @@ mod tests {
             // Binomial SE <= 0.0018 over 60 000 visits; 0.01 is > 5 SE.
             assert!((got - want).abs() < 0.01, "gap {gap}: {got} vs {want}");
         }
+    }
+
+    /// Runs `m` over packets at `times_ns`; per second that had a packet: (second, rate in force,
+    /// packets, drops).
+    fn seen(m: &mut Starlink, rng_seed: u64, times_ns: &[u64]) -> Vec<(u64, f64, u32, u32)> {
+        let mut rng = stream(rng_seed, "packets");
+        let mut out: Vec<(u64, f64, u32, u32)> = Vec::new();
+        for &t in times_ns {
+            let lost = m.drop_packet(Instant(t), &mut rng);
+            let sec = t / SECOND_NS;
+            if out.last().is_none_or(|r| r.0 != sec) {
+                out.push((sec, m.second_rate(), 0, 0));
+            }
+            let c = out.last_mut().expect("pushed");
+            c.2 += 1;
+            c.3 += u32::from(lost);
+        }
+        out
+    }
+
+    #[test]
+    fn lossy_seconds_do_not_depend_on_the_traffic() {
+        // Common random numbers: the same key gives the same lossy seconds to dense, sparse and
+        // irregular traffic (and to a different per-packet stream), and they are the reported list.
+        let key = DrawKey::new(11, "link/0-1/0");
+        let model = || {
+            let mut m = Starlink::new(StarlinkFit::satguard_fig5(), 7, &[]).expect("valid");
+            m.bind(key);
+            m
+        };
+        let secs = 3_000u64;
+        let reported = model().lossy_seconds(Instant(secs * SECOND_NS)).expect("per-second model");
+        assert!(reported.len() > 300, "{} lossy seconds of {secs}", reported.len());
+        let rate_of = |sec: u64| reported.iter().find(|r| r.0 == sec).map_or(0.0, |r| r.1);
+        let dense: Vec<u64> = (0..secs * 100).map(|i| i * (SECOND_NS / 100)).collect();
+        let mut g = stream(5, "gaps");
+        let mut irregular = Vec::new();
+        let mut t = 0u64;
+        while t < secs * SECOND_NS {
+            irregular.push(t);
+            // Gaps from 1 ms to ~40 s: skips whole periods and lands on every phase.
+            t += 1_000_000 + (g.uniform() * g.uniform() * 4e10) as u64;
+        }
+        for (times, rng_seed) in [(&dense, 1), (&dense, 2), (&irregular, 3)] {
+            for (sec, r, _, _) in seen(&mut model(), rng_seed, times) {
+                assert_eq!(r, rate_of(sec), "second {sec}");
+            }
+        }
+        // Another key is another process.
+        let mut other = Starlink::new(StarlinkFit::satguard_fig5(), 7, &[]).expect("valid");
+        other.bind(DrawKey::new(12, "link/0-1/0"));
+        assert_ne!(other.lossy_seconds(Instant(secs * SECOND_NS)), Some(reported));
+    }
+
+    #[test]
+    fn per_packet_losses_stay_in_the_binomial_interval() {
+        // Given the lossy seconds, packets are lost independently at the second's rate: the total over
+        // all lossy seconds must lie in the binomial 99 % interval (normal approximation, z = 2.576).
+        let mut m = Starlink::new(StarlinkFit::satguard_fig5(), 7, &[]).expect("valid");
+        m.bind(DrawKey::new(3, "binomial"));
+        let times: Vec<u64> = (0..2_000u64 * 500).map(|i| i * (SECOND_NS / 500)).collect();
+        let (mut mean, mut var, mut lost) = (0.0, 0.0, 0.0);
+        for (_, r, n, d) in &seen(&mut m, 9, &times) {
+            mean += f64::from(*n) * r;
+            var += f64::from(*n) * r * (1.0 - r);
+            lost += f64::from(*d);
+            if *r == 0.0 {
+                assert_eq!(*d, 0, "a clean second lost packets");
+            }
+        }
+        let z = (lost - mean) / var.sqrt();
+        assert!(z.abs() < 2.576, "lost {lost} vs expected {mean:.0} (z = {z:.2})");
     }
 
     #[test]

@@ -153,6 +153,9 @@ pub struct LinkRow {
     pub loss_model: &'static str,
     /// The loss model's parameters, e.g. "p=0.01" (empty without one).
     pub loss_params: String,
+    /// The loss model's lossy seconds of the run as (second, rate), for per-second models
+    /// ([`leoguard_net::loss::LossModel::lossy_seconds`]); the same in every engine and for any traffic.
+    pub lossy_seconds: Option<Vec<(u64, f64)>>,
 }
 
 /// One dropped packet.
@@ -422,12 +425,12 @@ pub(super) fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], owne
         let st = l.stats;
         r.packet_hops += st.delivered;
         let realised = st.drops_loss as f64 / st.offered.max(1) as f64;
-        let (loss_model, loss_params) = match l.loss_model() {
+        let (loss_model, loss_params, lossy_seconds) = match l.loss_model() {
             Some(m) => {
                 let p: Vec<String> = m.params().iter().map(|(k, v)| format!("{k}={v}")).collect();
-                (m.name(), p.join(" "))
+                (m.name(), p.join(" "), m.lossy_seconds(end))
             }
-            None => ("none", String::new()),
+            None => ("none", String::new(), None),
         };
         r.links.push(LinkRow {
             from: l.from.0,
@@ -436,6 +439,7 @@ pub(super) fn collect(s: &Scenario, sim: &Sim, ends: &[(AgentId, AgentId)], owne
             realised_loss: realised,
             loss_model,
             loss_params,
+            lossy_seconds,
         });
     }
     r
