@@ -218,3 +218,17 @@ def test_the_lossy_seconds_are_the_same_whatever_the_traffic_or_scheme():
     assert bulk.links["drops_loss"].to_list() != slow.links["drops_loss"].to_list()
     reseeded = simulate(from_dict(_leo_path(seed=2)))
     assert reseeded.summary()["loss_process"]["digest"] != bulk.summary()["loss_process"]["digest"]
+
+
+def test_a_leo_path_flow_starting_at_zero_finds_its_route():
+    """The routes of a leo-path's first step are the network's initial state (as on the emulator): a
+    flow starting at t = 0 loses nothing to "no route" and gets its first ACK within one RTT, instead
+    of losing its initial window and waiting for a 1 s RTO."""
+    d = _leo_path()
+    d["topology"].pop("gsl_loss")
+    r = simulate(from_dict({**d, "duration_s": 2.0}))
+    reasons = r.drops["reason"].to_list() if "reason" in r.drops.columns else []
+    assert "no-route" not in reasons, r.drops
+    first_ack = r.series.filter(r.series["acked_bytes"] > 0)["t_ns"].min()
+    assert first_ack is not None and first_ack <= 200_000_000, first_ack
+    assert r.flows.row(0, named=True)["rtos"] == 0

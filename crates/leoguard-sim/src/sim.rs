@@ -270,8 +270,19 @@ impl Sim {
         self.schedule_controls(at, vec![Control::Delay { link, delay }]);
     }
 
-    /// Schedules a batch of control actions at `at` (applied in order, as one event).
+    /// Schedules a batch of control actions at `at` (applied in order, as one event). Before the run
+    /// starts, a batch at or before the current time is the network's initial state and is applied at
+    /// once, in call order: a flow starting at t = 0 must find the routes of a leo-path's first step, as
+    /// it does on the emulator, where they are in place before any host sends. (As an event it ran
+    /// after the agents' start, so a leo-path lost its whole initial window to "no route" and began with
+    /// a 1 s RTO.)
     pub fn schedule_controls(&mut self, at: Instant, actions: Vec<Control>) {
+        if !self.started && at <= self.net.now {
+            for a in actions {
+                self.apply(a);
+            }
+            return;
+        }
         let index = self.controls.len() as u32;
         self.controls.push(actions);
         self.net.events.push(at, Event::Control { index });
