@@ -66,6 +66,8 @@ pub struct Cubic {
     delay_min: Option<Duration>,
     hystart: HyStart,
     in_recovery: bool,
+    /// In Linux's Loss state (after a timeout, until the sender leaves it).
+    in_loss: bool,
     /// Total bytes handed to `on_sent` and acknowledged: HyStart's stand-in for snd_nxt / snd_una.
     sent_total: u64,
     acked_total: u64,
@@ -105,6 +107,7 @@ impl Cubic {
                 sample_cnt: 0,
             },
             in_recovery: false,
+            in_loss: false,
             sent_total: 0,
             acked_total: 0,
             last_send: None,
@@ -325,15 +328,19 @@ impl CongestionControl for Cubic {
 
     fn on_recovery_end(&mut self, _now: Instant) {
         self.in_recovery = false;
+        self.in_loss = false;
     }
 
     fn on_rto(&mut self, now: Instant, _in_flight: u64) {
         // Linux `tcp_enter_loss`: ssthresh is recomputed unless recovery already reduced it; then
         // `cubictcp_state(TCP_CA_Loss)` runs `bictcp_reset` (forgetting W_max and delay_min) and
-        // `bictcp_hystart_reset`.
-        if !self.in_recovery {
+        // `bictcp_hystart_reset`. A repeated timeout in the Loss state keeps the episode's ssthresh
+        // (`tcp_enter_loss` calls `ssthresh()` only from Open/Disorder, or in Loss before any
+        // retransmission timeout of it).
+        if !self.in_recovery && !self.in_loss {
             self.ssthresh = self.recalc_ssthresh();
         }
+        self.in_loss = true;
         self.cwnd = self.mss;
         self.cwnd_acked = 0;
         self.cnt = 2;
@@ -354,6 +361,7 @@ impl CongestionControl for Cubic {
         self.cwnd = self.cwnd.max(prior_cwnd);
         self.ssthresh = self.ssthresh.max(prior_ssthresh);
         self.in_recovery = false;
+        self.in_loss = false;
     }
 
     fn cwnd(&self) -> u64 {

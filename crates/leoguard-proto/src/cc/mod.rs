@@ -131,6 +131,10 @@ pub trait CongestionControl: Debug + Send {
     /// A segment of `bytes` sent (or last resent) at `sent_at` was marked lost (RACK, DupThresh or the
     /// retransmission timer).
     fn on_packet_lost(&mut self, _now: Instant, _sent_at: Instant, _bytes: u64) {}
+    /// The connection's handshake measured `srtt` before any data was sent (Linux calls the
+    /// controller's `init` after `tcp_init_transfer`, when the handshake's RTT is known: BBR's
+    /// `bbr_init_pacing_rate_from_rtt` paces the first window by it).
+    fn on_handshake_rtt(&mut self, _now: Instant, _srtt: Duration) {}
     /// Switches HyStart (slow start's early exit) on or off where the controller has it (CUBIC and
     /// what is built on it); others ignore it. Called once when the sender is built.
     fn set_hystart(&mut self, _on: bool) {}

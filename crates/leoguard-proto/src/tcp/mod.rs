@@ -26,6 +26,7 @@
 use crate::startcp::Signal;
 use leoguard_core::{Duration, Instant};
 
+pub mod info;
 pub(crate) mod rack;
 mod receiver;
 #[cfg(test)]
@@ -36,6 +37,7 @@ mod startcp_tests;
 #[cfg(test)]
 mod tests;
 
+pub use info::{CaState, TcpInfo};
 pub use receiver::TcpReceiver;
 pub use sender::{SenderStats, TcpSender};
 

@@ -478,6 +478,14 @@ impl CongestionControl for Bbr {
         }
     }
 
+    fn on_handshake_rtt(&mut self, _now: Instant, srtt: Duration) {
+        // Linux `bbr_init` -> `bbr_init_pacing_rate_from_rtt` with the handshake's srtt.
+        if !self.has_seen_rtt && srtt > Duration::ZERO {
+            self.has_seen_rtt = true;
+            self.init_pacing_rate(srtt);
+        }
+    }
+
     fn on_ack(&mut self, now: Instant, ack: &AckEvent) {
         // Linux `bbr_main` = `bbr_update_model` + pacing + cwnd.
         if !self.has_seen_rtt && ack.srtt > Duration::ZERO {

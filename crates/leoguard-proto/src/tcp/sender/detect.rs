@@ -18,6 +18,7 @@ impl TcpSender {
     pub(super) fn mark_lost(&mut self, now: Instant, i: usize) {
         let s = &mut self.flight[i];
         s.lost = true;
+        s.lost_tag = true;
         if self.packet_events {
             self.cc.on_packet_lost(now, s.sent_at, u64::from(s.len));
         }

@@ -4,6 +4,7 @@
 //! stalls in `stall`.
 
 mod detect;
+mod info;
 mod recovery;
 mod stall;
 mod timers;
@@ -27,6 +28,8 @@ struct Sent {
     rout: bool,
     sacked: bool,
     lost: bool,
+    /// Marked lost and not delivered since, resent or not (Linux `TCPCB_LOST`, counted in `lost_out`).
+    lost_tag: bool,
     delivered: u64,
     delivered_time: Instant,
     first_sent_time: Instant,
@@ -90,6 +93,8 @@ pub struct TcpSender {
     highest_sacked: u64,
     /// Segments SACKed above `snd_una` (Linux `sacked_out`).
     sacked_segs: u64,
+    /// Linux `tp->reordering`: the reordering degree measured, segments (3 until measured).
+    reordering: u64,
     /// Retransmissions outstanding (Linux `retrans_out`).
     retrans_out: u64,
     /// Recent spans [lo, hi) in which every segment in flight is known SACKed (empty spans unused).
@@ -168,6 +173,7 @@ impl TcpSender {
             retx: VecDeque::new(),
             highest_sacked: 0,
             sacked_segs: 0,
+            reordering: 3,
             retrans_out: 0,
             sacked_spans: [(0, 0); 4],
             sacked_spans_next: 0,
@@ -413,6 +419,7 @@ impl TcpSender {
             rout: false,
             sacked: false,
             lost: false,
+            lost_tag: false,
             delivered: self.delivered,
             delivered_time: self.delivered_time,
             first_sent_time: self.first_sent_time,
@@ -420,9 +427,9 @@ impl TcpSender {
         });
         self.snd_nxt += len;
         self.on_emit(now, len, len);
-        if self.pto_deadline.is_none() {
-            self.schedule_probe(now);
-        }
+        // Linux `tcp_write_xmit` re-arms the probe after every transmission of new data, so a burst's
+        // probe timeout counts from its last segment, with the burst's `packets_out`.
+        self.schedule_probe(now);
         seg
     }
 
@@ -497,6 +504,8 @@ impl TcpSender {
         let mut orig_delivered = false;
         let mut rtt: Option<Duration> = None;
         let mut newest: Option<Sent> = None;
+        // Lowest original delivered below the highest SACKed sequence (Linux `reord`).
+        let mut reord: Option<u64> = None;
         let consider = |s: &Sent, newest: &mut Option<Sent>| {
             if newest.is_none_or(|n| s.sent_at >= n.sent_at) {
                 *newest = Some(*s);
@@ -531,6 +540,7 @@ impl TcpSender {
                 // `tcp_clean_rtx_queue` -> `tcp_check_sack_reordering`).
                 if s.seq < prior_highest_sacked {
                     self.rack.reord_seen = true;
+                    reord = Some(reord.map_or(s.seq, |r: u64| r.min(s.seq)));
                 }
             }
             cum_rack.note(now, s.sent_at, s.end(), s.retrans, self.min_rtt);
@@ -572,6 +582,7 @@ impl TcpSender {
                     continue;
                 }
                 s.sacked = true;
+                s.lost_tag = false;
                 self.sacked_segs += 1;
                 newly_sacked = true;
                 bytes_acked += u64::from(s.len);
@@ -586,6 +597,7 @@ impl TcpSender {
                     orig_delivered |= s_end <= self.recovery_point;
                     if s.seq < self.highest_sacked {
                         self.rack.reord_seen = true;
+                        reord = Some(reord.map_or(s.seq, |r: u64| r.min(s.seq)));
                     }
                 }
                 let copy = *s;
@@ -600,6 +612,9 @@ impl TcpSender {
             }
         }
         self.rack.apply(cum_rack);
+        if let Some(low) = reord {
+            self.check_sack_reordering(low);
+        }
         if let Some(r) = rtt {
             self.rtt_sample(r);
             if let Some(star) = &mut self.star {
@@ -677,7 +692,10 @@ impl TcpSender {
                 min_rtt: if self.min_rtt.0 == u64::MAX { Duration::ZERO } else { self.min_rtt },
                 rate,
                 in_recovery: self.in_recovery,
-                cwnd_limited: self.cwnd_limited(),
+                // Linux `tcp_may_raise_cwnd`: the window grows only on an ACK that acknowledges new
+                // data cumulatively (FLAG_DATA_ACKED), or, once reordering above tcp_reordering (3)
+                // was measured, on any forward progress; a SACK-only ACK never grows it.
+                cwnd_limited: self.cwnd_limited() && (advanced || self.reordering > 3),
             };
             self.cc.on_ack(now, &ev);
         }

@@ -37,6 +37,7 @@ impl TcpSender {
             if !s.lost && rack_on && s.seq != head && now.saturating_duration_since(s.sent_at) < rack_rtt {
                 continue;
             }
+            s.lost_tag = true;
             if !s.lost {
                 s.lost = true;
                 self.pipe -= u64::from(s.len);
@@ -91,6 +92,7 @@ impl TcpSender {
     pub(super) fn undo(&mut self, now: Instant, unmark_loss: bool) {
         if unmark_loss {
             for s in &mut self.flight {
+                s.lost_tag = false;
                 if s.lost {
                     s.lost = false;
                     self.pipe += u64::from(s.len);
@@ -236,26 +238,29 @@ impl TcpSender {
     }
 
     /// PRR (RFC 6937 with the slow-start reduction bound, Linux `tcp_cwnd_reduction`): the window
-    /// for the rest of this ACK.
+    /// for the rest of this ACK. Linux counts in segments (its windows are in packets), so the
+    /// proportional share is rounded up to whole segments, not bytes: rounded in bytes, a share of
+    /// 1.4 segments would let out 0.4 of one, that is nothing.
     pub(super) fn prr_update(&mut self, delivered: u64, una_advanced: bool, newly_lost: bool) {
-        let mss = u64::from(self.cfg.mss);
+        let mss = u64::from(self.cfg.mss).max(1);
+        let segs = |b: u64| b.div_ceil(mss) as i128;
         let ssthresh = self.cc.ssthresh();
         if delivered > 0 {
             self.prr_delivered += delivered;
+            let ssthresh_segs = (ssthresh / mss) as i128;
             let sndcnt = if self.pipe > ssthresh {
-                let recover_fs = self.prior_cwnd.max(1);
-                (ssthresh as u128 * self.prr_delivered as u128).div_ceil(recover_fs as u128) as i128
-                    - self.prr_out as i128
+                let recover_fs = (self.prior_cwnd / mss).max(1) as i128;
+                (ssthresh_segs * segs(self.prr_delivered) + recover_fs - 1) / recover_fs - segs(self.prr_out)
             } else {
-                let mut s = (self.prr_delivered as i128 - self.prr_out as i128).max(delivered as i128);
+                let mut s = (segs(self.prr_delivered) - segs(self.prr_out)).max(segs(delivered));
                 if una_advanced && !newly_lost {
-                    s += mss as i128;
+                    s += 1;
                 }
-                s.min(ssthresh as i128 - self.pipe as i128)
+                s.min(ssthresh_segs - segs(self.pipe))
             };
             // Force the fast retransmit on entering recovery.
-            let sndcnt = sndcnt.max(if self.prr_out == 0 { mss as i128 } else { 0 }).max(0) as u64;
-            self.prr_cwnd = self.pipe + sndcnt;
+            let sndcnt = sndcnt.max(i128::from(self.prr_out == 0)).max(0) as u64;
+            self.prr_cwnd = self.pipe + sndcnt * mss;
         } else if self.prr_out == 0 {
             self.prr_cwnd = self.pipe + mss;
         }

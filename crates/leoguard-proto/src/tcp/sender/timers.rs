@@ -6,10 +6,18 @@ use leoguard_core::{Duration, Instant};
 
 impl TcpSender {
     /// Linux `tcp_schedule_loss_probe`: a probe 2 SRTT after the last send or ACK (plus the delayed-ACK
-    /// allowance when one segment is out), never after the RTO would fire; only in the Open state.
+    /// allowance when one segment is out), never after the RTO would fire; only in the Open state
+    /// (Linux: Open or CWR, so not in Disorder, while anything is SACKed or a retransmission is out).
     pub(super) fn schedule_probe(&mut self, now: Instant) {
         self.pto_deadline = None;
-        if !self.rec.tlp || self.in_recovery || self.in_loss || self.tlp_high.is_some() || self.flight.is_empty() {
+        let disorder = self.sacked_segs > 0 || self.retrans_out > 0;
+        if !self.rec.tlp
+            || self.in_recovery
+            || self.in_loss
+            || disorder
+            || self.tlp_high.is_some()
+            || self.flight.is_empty()
+        {
             return;
         }
         let Some(srtt) = self.srtt else { return };
@@ -68,6 +76,11 @@ impl TcpSender {
             } else {
                 self.flight.iter().rev().find(|s| !s.sacked).map(|s| Probe::Retransmit(s.seq))
             };
+            if self.probe.is_some() {
+                // Linux has one transmit timer (`icsk_pending`): the probe stands in for the RTO
+                // due at the same time, which `tcp_send_loss_probe` re-arms from the probe.
+                return;
+            }
         }
         let Some(deadline) = self.rto_deadline else {
             return;

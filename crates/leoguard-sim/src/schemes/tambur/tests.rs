@@ -94,5 +94,15 @@ fn slot_fec_protects_the_responses_of_web_connections() {
     let done = |r: &crate::scenario::RunResult| r.web.iter().filter(|l| l.plt_ns.is_some()).count();
     assert_eq!(done(&coded), 8, "every load finishes with Tambur");
     assert!(done(&plain) <= done(&coded));
-    assert!(coded.flows[0].retransmissions < plain.flows[0].retransmissions, "{st:?}");
+    // What the FEC is for: the link's random losses that TCP must repair itself (dropped by the link,
+    // not recovered from parity) fall, and the pages load faster. Total retransmissions are not the
+    // measure: with the random loss hidden, CUBIC's slow start (Linux's PRR slow-start bound refilling
+    // the pipe to ssthresh) overshoots the 200-packet queue, so with Tambur most retransmissions repair
+    // queue overflow (seed 3: 733 retransmissions for 964 queue drops, against 194 for 200 link losses
+    // without it), which no link-layer FEC addresses.
+    let link_drops = |r: &crate::scenario::RunResult| r.links.iter().map(|l| l.stats.drops_loss).sum::<u64>();
+    let unrepaired = link_drops(&coded).saturating_sub(st.recovered);
+    assert!(unrepaired * 2 < link_drops(&plain), "{unrepaired} link losses left to TCP vs {}", link_drops(&plain));
+    let plt = |r: &crate::scenario::RunResult| r.web.iter().filter_map(|l| l.plt_ns).sum::<u64>();
+    assert!(plt(&coded) < plt(&plain), "page load time with Tambur {} ns vs {} ns", plt(&coded), plt(&plain));
 }
