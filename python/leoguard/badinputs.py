@@ -251,6 +251,8 @@ CASES: list[Case] = [
          {"s.toml": CHAIN}),
     Case("emu run with a bad scenario", ["emu", "run", "s.toml"], "duration_s",
          {"s.toml": CHAIN.replace("duration_s = 0.2", "duration_s = -1")}),
+    Case("tcp-script on a missing script", ["tcp-script", "nope.pkt"], "nope.pkt"),
+    Case("tcp-script on a directory", ["tcp-script", "scripts"], "scripts", {"scripts/x.pkt": "0 socket(..., SOCK_STREAM, 6) = 3\n"}),
 ]  # fmt: skip
 
 

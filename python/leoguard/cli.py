@@ -25,6 +25,7 @@ from leoguard.cli_common import (
     table,
 )
 from leoguard.cli_reproduce import reproduce_app
+from leoguard.cli_tcpscript import tcp_script
 from leoguard.cli_train import train_app
 from leoguard.errors import LeoguardError, make_dir
 
@@ -45,6 +46,7 @@ validate_app = new_app("Cross-validation of the engines.")
 app.add_typer(validate_app, name="validate")
 app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(train_app, name="train")
+app.command("tcp-script")(tcp_script)
 TleOpt = Annotated[Path | None, typer.Option("--tle", help="Use satellites from this 3-line TLE file instead.")]
 
 

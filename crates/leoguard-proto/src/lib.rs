@@ -5,6 +5,7 @@ pub mod cc;
 pub mod leotp;
 pub mod linkguardian;
 pub mod liquid;
+pub mod packetdrill;
 pub mod pep;
 pub mod satguard;
 pub mod startcp;

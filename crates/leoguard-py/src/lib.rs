@@ -21,6 +21,7 @@ mod leotp;
 mod liquid;
 mod rtc;
 mod sim;
+mod tcpscript;
 mod web;
 
 create_exception!(_core, LeoguardError, PyValueError, "A leoguard input or model error; the message names the field.");
@@ -630,6 +631,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     emu::register(m)?;
     liquid::register(m)?;
     web::register(m)?;
+    tcpscript::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
