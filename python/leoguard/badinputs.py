@@ -15,6 +15,7 @@ import contextlib
 import io
 import os
 import signal
+import struct
 import sys
 import time
 from collections.abc import Iterator
@@ -251,6 +252,12 @@ CASES: list[Case] = [
          {"s.toml": CHAIN}),
     Case("emu run with a bad scenario", ["emu", "run", "s.toml"], "duration_s",
          {"s.toml": CHAIN.replace("duration_s = 0.2", "duration_s = -1")}),
+    Case("validate tcp-trace on a missing results directory", ["validate", "tcp-trace", "run-x"], "run-x"),
+    Case("validate tcp-trace on a capture without the flow", ["validate", "tcp-trace", "r"], "flows[0]",
+         {"r/run.json": '{"engine": "emu", "scenario": {"duration_s": 0.2, "topology": {"kind": "chain", "hops": 1, '
+                        '"rate_mbps": 10, "delay_ms": 1}, "flows": [{"kind": "tcp", "src": 0, "dst": 1}]}}',
+          "r/capture.pcap": struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 101),
+          "r/tcpinfo.csv": "flow,sport,t_lo_ns,t_hi_ns,cwnd,in_recovery\n"}),
     Case("tcp-script on a missing script", ["tcp-script", "nope.pkt"], "nope.pkt"),
     Case("tcp-script on a directory", ["tcp-script", "scripts"], "scripts", {"scripts/x.pkt": "0 socket(..., SOCK_STREAM, 6) = 3\n"}),
 ]  # fmt: skip

@@ -28,6 +28,7 @@ from leoguard.cli_reproduce import reproduce_app
 from leoguard.cli_tcpscript import tcp_script
 from leoguard.cli_train import train_app
 from leoguard.errors import LeoguardError, make_dir
+from leoguard.validate_tcptrace import cli_tcp_trace
 
 app = new_app("leoguard: concealing packet loss in LEO satellite networks.")
 constellation_app = new_app("Constellations: presets, parameters, TLE export.")
@@ -44,6 +45,7 @@ emu_app = new_app("The real-time emulator: real Linux hosts (network namespaces)
 app.add_typer(emu_app, name="emu")
 validate_app = new_app("Cross-validation of the engines.")
 app.add_typer(validate_app, name="validate")
+validate_app.command("tcp-trace")(cli_tcp_trace)
 app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(train_app, name="train")
 app.command("tcp-script")(tcp_script)

@@ -214,6 +214,9 @@ class Emu(_Model):
     tail_s: float = Field(default=1.0, ge=0.2, le=60)
     """Senders stop this long (plus 4 round trips) before the end, so their last bytes and final reports
     cross the network while it still runs."""
+    tcpinfo_ms: float | None = Field(default=None, ge=5, le=10_000)
+    """Also sample each kernel tcp flow's sender TCP_INFO (sock_diag, as `ss -tin`) at this interval: the
+    `tcpinfo` table, `tcpinfo.csv` (emu/tcpinfo.py; `leoguard validate tcp-trace`)."""
 
 
 #: The learnt StarTCP lead policy shipped with leoguard (`leoguard train startcp` reproduces it).

@@ -11,3 +11,4 @@ pub mod satguard;
 pub mod startcp;
 pub mod tambur;
 pub mod tcp;
+pub mod trace_replay;

@@ -22,6 +22,7 @@ mod liquid;
 mod rtc;
 mod sim;
 mod tcpscript;
+mod tcptrace;
 mod web;
 
 create_exception!(_core, LeoguardError, PyValueError, "A leoguard input or model error; the message names the field.");
@@ -632,6 +633,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     liquid::register(m)?;
     web::register(m)?;
     tcpscript::register(m)?;
+    tcptrace::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -53,6 +53,10 @@ class EmuResults:
     """Lossy seconds of each link's per-second loss model, the simulator's table: the same as the
     simulator's for the same scenario and seed (common random numbers)."""
 
+    tcpinfo: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """With `[emu] tcpinfo_ms`: the kernel senders' TCP_INFO readings (emu/tcpinfo.py's columns: flow,
+    t_ns in model time, cwnd, ssthresh, rtt_ms, unacked, retrans_out, lost, ...), also `tcpinfo.csv`."""
+
     def summary(self) -> dict[str, Any]:
         """The object `leoguard run --json` prints, plus `emulator`."""
         return {
@@ -106,6 +110,9 @@ class EmuResults:
         }
         (d / "run.json").write_text(json.dumps(info, indent=2, default=str))
         out["run"] = d / "run.json"
+        if len(self.tcpinfo.columns):
+            self.tcpinfo.write_csv(d / "tcpinfo.csv")
+            out["tcpinfo"] = d / "tcpinfo.csv"
         if self.capture is not None:
             (d / "capture.pcap").write_bytes(self.capture)
             out["capture"] = d / "capture.pcap"

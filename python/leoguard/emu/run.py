@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import polars as pl
 
 from leoguard import _core, sysdeps
-from leoguard.emu import transport
+from leoguard.emu import tcpinfo, transport
 from leoguard.emu.hosts import Lab, cleanup, softnet_drops, v6_addr
 from leoguard.emu.results import EmuResults
 from leoguard.emu.transport import KERNEL_CC, flow_stack
@@ -374,6 +374,7 @@ def emulate(
         inner = _start_tunnels(scenario, flows, lab, wdir, stack, tunnelled)
         sites: dict[int, Any] = {}
         procs = _start_servers(scenario, flows, lab, wdir, stack, sites)
+        samplers = _start_tcpinfo(scenario, flows, AppHosts(lab, wdir))
         app_hosts = AppHosts(lab, wdir)
         for app in apps:
             app.start_servers(app_hosts)
@@ -401,6 +402,7 @@ def emulate(
                 emu["drops"][cause] = n
         dp.stdin.write("done\n")
         dp.stdin.flush()
+        tcpinfo_df = tcpinfo.collect(samplers, t0)
         remaining = max(0.0, (end - time.monotonic_ns()) / 1e9)
         # The emulated network has stopped: leoguard-transport ends still running (a sender that had not
         # finished, a receiver lingering for repeated FINs) report what they have and exit.
@@ -432,6 +434,7 @@ def emulate(
     res = _results(scenario, spec, emu, outputs, wall, {n: h.cc_in_effect for n, h in lab.hosts.items()})
     for k, app in enumerate(apps):
         res.apps[app.name] = app.results(app_raw[k], emu["flows"][len(flows) + k])
+    res.tcpinfo = tcpinfo_df
     if spec.get("capture"):
         res.capture = (wdir / "capture.pcap").read_bytes()
     if own is not None:
@@ -517,6 +520,18 @@ def _stop_tunnels(lab: Lab, wdir: Path, inner: dict[int, str]) -> dict[str, Any]
         if d.is_dir():
             out[d.name] = down("lgq", run_dir=d, netns=lab.hosts[int(d.name.split("-")[1])].netns) or {}
     return out
+
+
+def _start_tcpinfo(scenario: Scenario, flows: list[dict[str, Any]], hosts: AppHosts) -> list:
+    """With `[emu] tcpinfo_ms`, a TCP_INFO sampler in each kernel tcp flow's source host (emu/tcpinfo.py)."""
+    if scenario.emu.tcpinfo_ms is None:
+        return []
+    kernel = [
+        (i, fc["src"], BASE_PORT + i)
+        for i, (f, fc) in enumerate(zip(scenario.flows, flows, strict=True))
+        if f.kind == "tcp" and flow_stack(f) == "kernel" and i not in liquid_flows(scenario)
+    ]
+    return tcpinfo.start(hosts.spawn, kernel, scenario.emu.tcpinfo_ms, scenario.duration_s + 1.0, hosts.wdir)
 
 
 def _start_servers(
