@@ -229,10 +229,15 @@ def run_case(case: Case, seed: int, progress: Callable[[str], None] | None = Non
     for engine in ENGINES:
         if progress:
             progress(f"{case.label} {case.cc} seed {seed}: {engine}")
-        if engine == "sim":
-            r: Any = simulate(sc)
-        else:
-            r = emulate(_on_stack(sc, "leoguard" if engine == "emu_model" else "kernel"))
+        try:
+            if engine == "sim":
+                r: Any = simulate(sc)
+            else:
+                r = emulate(_on_stack(sc, "leoguard" if engine == "emu_model" else "kernel"))
+        except LeoguardError as e:
+            # One failed run is a hole in the table, named, not the end of a long validation.
+            out[engine] = {**dict.fromkeys(METRICS), "loss_process": None, "realtime_ok": None, "error": str(e)}
+            continue
         s = r.summary()
         out[engine] = {
             **_metrics(r.flows.row(0, named=True)),
@@ -254,7 +259,7 @@ def _diff(a: float | None, b: float | None) -> float | None:
 def summarise(case: Case, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows of one case from its seeded runs: per metric the median and spread of each engine, and
     the relative differences sim -> kernel (flagged), model-on-emu -> kernel and sim -> model-on-emu."""
-    digests = [{run[e]["loss_process"] for e in ENGINES} for run in runs]
+    digests = [{run[e]["loss_process"] for e in ENGINES if not run[e].get("error")} for run in runs]
     same_loss = None if all(d == {None} for d in digests) else all(len(d) == 1 for d in digests)
     rows = []
     for m in METRICS:
@@ -272,6 +277,9 @@ def summarise(case: Case, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "flag": d is None or abs(d) > THRESHOLDS[m],
                 "same_loss_process": same_loss,
                 "emu_realtime_ok": all(run[e]["realtime_ok"] for run in runs for e in ENGINES[1:]),
+                "errors": [
+                    f"seed {run['seed']} {e}: {run[e]['error']}" for run in runs for e in ENGINES if run[e].get("error")
+                ],
             }
         )  # fmt: skip
     return rows

@@ -487,3 +487,27 @@ def test_the_emulator_and_the_simulator_draw_the_same_lossy_seconds():
     assert emu.lossy_seconds.equals(sim.lossy_seconds), (emu.lossy_seconds, sim.lossy_seconds)
     assert emu.summary()["loss_process"] == sim.summary()["loss_process"]
     assert _leftovers() == []
+
+
+def test_validate_sim_vs_emu_runs_three_ways_with_paired_seeds(tmp_path):
+    """`leoguard validate sim-vs-emu --quick --seeds 2`: every row has the model in the simulator, the
+    model on the emulator and the kernel on the emulator, medians within their spreads, over two
+    seeds; an unknown --case is refused by name before any run."""
+    _require_root()
+    out = tmp_path / "xv.md"
+    cmd = [sys.executable, "-m", "leoguard.cli", "validate", "sim-vs-emu", "--quick", "--seeds", "2"]
+    p = subprocess.run([*cmd, "--json", "--write", str(out)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout)
+    rows = {r["metric"]: r for r in got["rows"]}
+    assert set(rows) == {"goodput_mbps", "retransmissions", "owd_ms_p50", "owd_ms_p99"}
+    g = rows["goodput_mbps"]
+    assert g["seeds"] == [1, 2]
+    for e in ("sim", "emu_model", "emu_kernel"):
+        lo, hi = g[f"{e}_spread"]
+        assert lo <= g[e] <= hi and 10 < g[e] < 21, (e, g)
+    assert g["same_loss_process"] is None  # a clean chain has no per-second loss model
+    assert "| emu, model | emu, kernel |" in out.read_text()
+    bad = subprocess.run([*cmd, "--case", "no such case"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--case 'no such case' matches no case" in bad.stderr, bad.stderr
+    assert _leftovers() == []
