@@ -10,6 +10,7 @@ topology, flows, seed and loss models stay the same, so differences come from th
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,6 +152,27 @@ def run_ablation(
         runs[n] = simulate(VARIANTS[n][1](sc))
     table = pl.DataFrame([_row(n, r, tcp, probe) for n, r in runs.items()])
     return Ablation(sc, runs, table, _checks(sc, runs, tcp, probe))
+
+
+#: The figures `spread` summarises over seeds.
+SPREAD_METRICS = ("tcp_goodput_mbps", "tcp_retransmissions", "probe_loss", "probe_owd_p99_ms", "hop_retransmissions")
+
+
+def spread(ablations: Sequence[Ablation]) -> pl.DataFrame:
+    """Paired seeds side by side: per variant and figure of `SPREAD_METRICS`, the median, min and max
+    over the ablations (one per seed; every variant of a seed saw the same lossy seconds)."""
+    rows = []
+    variants = list(ablations[0].table["variant"])
+    for v in variants:
+        row: dict[str, Any] = {"variant": v, "seeds": len(ablations)}
+        for m in SPREAD_METRICS:
+            vals = [a.table.filter(pl.col("variant") == v)[m][0] for a in ablations]
+            vals = [x for x in vals if x is not None]
+            row[m] = statistics.median(vals) if vals else None
+            row[f"{m}_min"] = min(vals) if vals else None
+            row[f"{m}_max"] = max(vals) if vals else None
+        rows.append(row)
+    return pl.DataFrame(rows)
 
 
 def _checks(sc: Scenario, runs: dict[str, Results], tcp: int, probe: int) -> list[dict[str, Any]]:

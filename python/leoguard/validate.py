@@ -326,7 +326,7 @@ def _cell(r: dict[str, Any], e: str) -> str:
     sp = r[f"{e}_spread"]
     if r[e] is None:
         return "n/a"
-    return f"{r[e]:g}" if not sp or sp[0] == sp[1] else f"{r[e]:g} ({sp[0]:g}-{sp[1]:g})"
+    return f"{r[e]:.4g}" if not sp or sp[0] == sp[1] else f"{r[e]:.4g} ({sp[0]:.4g}-{sp[1]:.4g})"
 
 
 def _pct(v: float | None) -> str:
@@ -353,6 +353,6 @@ def to_markdown(rows: list[dict[str, Any]]) -> str:
         lines += ["", "| group | a | b | sim a / b | emu model a / b | kernel a / b | sim ranks as kernel |"]
         lines.append("|---|---|---|---|---|---|---|")
         for k in ranks:
-            cells = " | ".join(f"{k[e][0]:g} / {k[e][1]:g}" if None not in k[e] else "n/a" for e in ENGINES)
+            cells = " | ".join(f"{k[e][0]:.4g} / {k[e][1]:.4g}" if None not in k[e] else "n/a" for e in ENGINES)
             lines.append(f"| {k['group']} | {k['a']} | {k['b']} | {cells} | {'yes' if k['sim_agrees'] else '**no**'} |")
     return "\n".join(lines) + "\n"

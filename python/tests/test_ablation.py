@@ -66,3 +66,20 @@ def test_cli_prints_json_and_writes_the_runs(tmp_path):
     assert [r["variant"] for r in out["rows"]] == ["none", "satguard"]
     assert (tmp_path / "ablation.parquet").exists() and (tmp_path / "satguard" / "hops.parquet").exists()
     assert load_scenario(SCENARIO).satguard is not None
+
+
+def test_seeds_give_the_median_and_spread_of_paired_runs(tmp_path):
+    """`--seeds 3`: each variant's figures as the median and spread of three seeds, the variants of one
+    seed sharing its lossy seconds, and every check reported per seed."""
+    cmd = [sys.executable, "-m", "leoguard.cli", "ablation", str(SCENARIO), "-v", "none", "-v", "satguard",
+           "--duration", "3", "--seeds", "3", "--seed", "4", "--out", str(tmp_path), "--json"]  # fmt: skip
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert p.returncode in (0, 1), p.stderr  # 1: a check failed on some seed (reported, not hidden)
+    out = json.loads(p.stdout)
+    assert out["seeds"] == [4, 5, 6]
+    for r in out["rows"]:
+        assert r["seeds"] == 3
+        assert r["tcp_goodput_mbps_min"] <= r["tcp_goodput_mbps"] <= r["tcp_goodput_mbps_max"]
+    assert {c["seed"] for c in out["checks"]} == {4, 5, 6}
+    assert (p.returncode == 0) == all(c["passed"] for c in out["checks"])
+    assert (tmp_path / "ablation-seeds.parquet").exists()
