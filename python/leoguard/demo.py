@@ -28,11 +28,10 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
-import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from leoguard.ablation import VARIANTS
+from leoguard.ablation import VARIANTS, probe_losses
 from leoguard.errors import make_dir
 from leoguard.orbit import Constellation, PathTimeline
 from leoguard.plot import plot_demo
@@ -146,7 +145,7 @@ class Demo:
     @cached_property
     def _lost_table(self) -> pl.DataFrame:
         # Computed once: the summary and the figure both need it.
-        return self._per_scheme(_lost, ["seq", "t_s", "lost", "cause"])
+        return self._per_scheme(lambda res: probe_losses(res, PROBE), ["seq", "t_s", "lost", "cause"])
 
     def owd(self) -> pl.DataFrame:
         """One-way delay of every probe packet that arrived: scheme, t_s (when sent), owd_ms."""
@@ -202,35 +201,6 @@ class Demo:
         self.timeline.write_parquet(d / "path")
         files["path"] = d / "path"
         return files
-
-
-def _lost(res: Results) -> pl.DataFrame:
-    """The probe's lost packets (see `Demo.lost`). A cbr source sends packet `seq` at start + seq x
-    interval; the interval is read off the packets that arrived."""
-    p = res.packets.filter(pl.col("flow") == PROBE).sort("seq")
-    seq, sent = p["seq"].to_numpy().astype(np.int64), p["sent_ns"].to_numpy().astype(np.int64)
-    if len(seq) < 2:
-        return pl.DataFrame(schema={"seq": pl.Int64, "t_s": pl.Float64, "lost": pl.Int64})
-    interval = (sent[-1] - sent[0]) // (seq[-1] - seq[0])
-    start = sent[0] - seq[0] * interval
-    end = round(res.simulated_s * 1e9)
-    grace = min((end - start) // 2, 1_000_000_000)
-    n_sent = int(res.flows.row(PROBE, named=True)["packets_sent"])
-    counted = min(n_sent, (end - grace - start) // interval + 1)
-    missing = np.ones(counted, dtype=bool)
-    missing[seq[seq < counted]] = False
-    lost = np.flatnonzero(missing)
-    # Why each was lost: the reason of its last drop (a packet a scheme resent may be dropped again).
-    # Only the packet's own drops count: a scheme's control packet carries the flow's number too (a
-    # SATGUARD void has the seq of the packet a queue dropped, a HAck the link's index as its seq).
-    own = res.drops.filter((pl.col("flow") == PROBE) & ~pl.col("control"))
-    last = own.sort("t_ns").group_by("seq").agg(pl.col("reason").last())
-    reason = dict(zip(last["seq"].to_list(), last["reason"].to_list(), strict=True))
-    cause = ["congestion" if reason.get(int(k)) == "queue" else "link" for k in lost]
-    return pl.DataFrame(
-        {"seq": lost, "t_s": (start + lost * interval) / 1e9, "lost": np.arange(1, len(lost) + 1, dtype=np.int64),
-         "cause": cause}
-    )  # fmt: skip
 
 
 ProgressFn = Callable[[str, float, float], None]

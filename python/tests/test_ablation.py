@@ -25,8 +25,9 @@ def ablation():
 def test_acceptance_checks_pass_and_compare_real_figures(ablation):
     checks = {c["check"]: c for c in ablation.checks}
     assert len(checks) == 3
-    loss = checks["probe loss with SATGUARD <= 1/100 of unprotected"]
+    loss = checks["probe link loss with SATGUARD <= 1/100 of unprotected"]
     assert loss["unprotected"] > 0.005, "the Starlink model and the interruptions lose packets"
+    assert loss["unprotected_link"] > 0.005 and loss["satguard_link"] <= loss["satguard"], loss
     assert loss["passed"], loss
     owd = checks["probe p99 OWD with SATGUARD <= lossless p99 + user-link RTT + max reorder hold"]
     assert 7.0 < owd["user_link_rtt_ms"] < 7.6 and owd["passed"], owd
@@ -40,11 +41,10 @@ def test_the_table_shows_what_each_variant_does(ablation):
     # Partial processing: the unmarked 20 Mbit/s stream is processed only with process_all.
     assert rows["satguard"]["unprocessed_packets"] > 20_000
     assert rows["satguard-process-all"]["unprocessed_packets"] == 0
-    # Without the reorder buffer, TCP sees the reordering that local recovery causes and takes some of
-    # it for loss (more end-to-end retransmissions). With Linux's RACK reordering window it no longer
-    # collapses: its goodput is not lower (851 vs 796 Mbit/s on this run; docs/satguard.md).
-    assert rows["satguard-no-reorder"]["tcp_retransmissions"] > rows["satguard"]["tcp_retransmissions"]
+    # The exit's reorder buffer holds packets behind a gap; without it nothing is held. (What that does
+    # to TCP is a comparison of paired seeds, not of one run: docs/cross-validation.md, issue 28.)
     assert rows["satguard"]["max_reorder_hold_ms"] > 0
+    assert rows["satguard-no-reorder"]["max_reorder_hold_ms"] == 0
 
 
 def test_unknown_variants_and_scenarios_without_probes_are_refused():
