@@ -8,12 +8,10 @@ use crate::LeoguardError;
 use leoguard_core::{Duration, Instant};
 use leoguard_proto::tcp::{Recovery, TcpConfig};
 use leoguard_proto::trace_replay::{replay, InfoSample, ReplayConfig, TraceEvent, TraceKind};
+use leoguard_wire::pcap::{read_records, LINKTYPE_RAW};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-const PCAP_MAGIC_US: u32 = 0xA1B2_C3D4;
-const PCAP_MAGIC_NS: u32 = 0xA1B2_3C4D;
-const LINKTYPE_RAW: u32 = 101;
 const SYN: u16 = 0x02;
 const ACK: u16 = 0x10;
 
@@ -74,26 +72,8 @@ fn options(opts: &[u8], w: &mut Wire) {
 /// The segments between port `sport` (sender) and `dport` (receiver), in capture order. A file that is
 /// not a leoguard capture is refused naming what is wrong; records that are not IPv6 TCP are skipped.
 fn read(pcap: &[u8], sport: u16, dport: u16) -> Result<Vec<Wire>, String> {
-    if pcap.len() < 24 {
-        return Err(format!("{} bytes, shorter than a pcap header (24)", pcap.len()));
-    }
-    let magic = u32::from_le_bytes([pcap[0], pcap[1], pcap[2], pcap[3]]);
-    let frac_ns = match magic {
-        PCAP_MAGIC_US => 1000,
-        PCAP_MAGIC_NS => 1,
-        m => return Err(format!("magic {m:#x} is not a little-endian pcap ({PCAP_MAGIC_US:#x})")),
-    };
-    let link = u32::from_le_bytes([pcap[20], pcap[21], pcap[22], pcap[23]]);
-    if link != LINKTYPE_RAW {
-        return Err(format!("link type {link}, expected {LINKTYPE_RAW} (raw IP)"));
-    }
     let mut out = Vec::new();
-    let mut at = 24;
-    while at + 16 <= pcap.len() {
-        let le = |k: usize| u32::from_le_bytes([pcap[at + k], pcap[at + k + 1], pcap[at + k + 2], pcap[at + k + 3]]);
-        let (sec, frac, incl) = (u64::from(le(0)), u64::from(le(4)), le(8) as usize);
-        let body = &pcap[at + 16..(at + 16 + incl).min(pcap.len())];
-        at += 16 + incl;
+    for (t_ns, body) in read_records(pcap, LINKTYPE_RAW)? {
         if body.len() < 40 || body[0] >> 4 != 6 {
             continue;
         }
@@ -115,7 +95,7 @@ fn read(pcap: &[u8], sport: u16, dport: u16) -> Result<Vec<Wire>, String> {
         }
         let hdr = usize::from(tcp[12] >> 4) * 4;
         let mut w = Wire {
-            t_ns: sec * 1_000_000_000 + frac * frac_ns,
+            t_ns,
             data_dir,
             seq: be32(tcp, 4),
             ack: be32(tcp, 8),

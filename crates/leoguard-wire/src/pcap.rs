@@ -9,6 +9,8 @@ use std::io::{self, Write};
 
 /// Magic number of a classic pcap file with microsecond timestamps.
 pub const PCAP_MAGIC: u32 = 0xa1b2_c3d4;
+/// Magic number of a classic pcap file with nanosecond timestamps.
+pub const PCAP_MAGIC_NS: u32 = 0xa1b2_3c4d;
 /// Largest number of bytes stored per packet; longer packets are cut (orig_len keeps their length).
 pub const PCAP_SNAPLEN: u32 = 65_535;
 /// LINKTYPE_RAW: each record is a raw IPv4 or IPv6 packet, no link-layer header.
@@ -70,9 +72,50 @@ impl<W: Write> PcapWriter<W> {
     }
 }
 
+/// The records of a little-endian classic pcap file (microsecond or nanosecond magic) whose link type
+/// is `link`, as (timestamp in ns, captured bytes). A record cut short by the end of the file keeps
+/// the bytes that are there. Errors name what is wrong with the header.
+pub fn read_records(pcap: &[u8], link: u32) -> Result<Vec<(u64, &[u8])>, String> {
+    if pcap.len() < 24 {
+        return Err(format!("{} bytes, shorter than a pcap header (24)", pcap.len()));
+    }
+    let le = |at: usize| u32::from_le_bytes([pcap[at], pcap[at + 1], pcap[at + 2], pcap[at + 3]]);
+    let frac_ns = match le(0) {
+        PCAP_MAGIC => 1000,
+        PCAP_MAGIC_NS => 1,
+        m => return Err(format!("magic {m:#x} is not a little-endian pcap ({PCAP_MAGIC:#x})")),
+    };
+    if le(20) != link {
+        return Err(format!("link type {}, expected {link}", le(20)));
+    }
+    let mut out = Vec::new();
+    let mut at = 24;
+    while at + 16 <= pcap.len() {
+        let (sec, frac, incl) = (u64::from(le(at)), u64::from(le(at + 4)), le(at + 8) as usize);
+        let end = (at + 16).saturating_add(incl).min(pcap.len());
+        out.push((sec * 1_000_000_000 + frac * frac_ns, &pcap[at + 16..end]));
+        at = at + 16 + incl;
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_the_writer_writes_the_reader_reads() {
+        let mut w = PcapWriter::new(Vec::new()).expect("vec");
+        w.write_packet(1_500_002_999, &[1, 2, 3]).expect("write");
+        w.write_packet(2_000_000_000, &[4; 70]).expect("write");
+        let bytes = w.into_inner().expect("flush");
+        let recs = read_records(&bytes, LINKTYPE_RAW).expect("a pcap");
+        assert_eq!(recs, vec![(1_500_002_000, &[1u8, 2, 3][..]), (2_000_000_000, &[4u8; 70][..])]);
+        assert!(read_records(&bytes, 1).unwrap_err().contains("link type 101"));
+        assert!(read_records(&bytes[..10], LINKTYPE_RAW).unwrap_err().contains("shorter"));
+        // A file cut inside its last record keeps what is there.
+        assert_eq!(read_records(&bytes[..bytes.len() - 10], LINKTYPE_RAW).expect("cut")[1].1.len(), 60);
+    }
 
     #[test]
     fn global_and_record_headers_byte_exact() {
