@@ -587,11 +587,11 @@ impl DataPlane {
                 }
             }
             Control::Rate { link, rate } => self.net.links[link.0 as usize].set_rate(rate),
-            Control::State { link, up } => self.set_state(link, up),
+            Control::State { link, up } => self.set_state(link, up, t),
         }
     }
 
-    fn set_state(&mut self, link: LinkId, up: bool) {
+    fn set_state(&mut self, link: LinkId, up: bool, t: u64) {
         let mut lost = std::mem::take(&mut self.lost);
         self.net.links[link.0 as usize].set_state(up, &mut lost);
         for s in lost.drain(..) {
@@ -600,7 +600,7 @@ impl DataPlane {
         self.lost = lost;
         let (from, to) = (self.net.links[link.0 as usize].from.0, self.net.links[link.0 as usize].to.0);
         for node in [from, to] {
-            self.with_hook(node, |a, c| a.on_link_state(link, up, c));
+            self.with_hook(node, t, |a, c| a.on_link_state(link, up, c));
         }
     }
 
@@ -644,7 +644,7 @@ impl DataPlane {
                 self.report.packet_hops += 1;
                 self.arrive_at(to, LinkId(l), slot, at);
             }
-            Ev::Timer { node, token } => self.with_hook(node, |a, c| a.on_timer(token, c)),
+            Ev::Timer { node, token } => self.with_hook(node, at, |a, c| a.on_timer(token, c)),
             Ev::LeotpTimer(node) => self.leotp_timer(node, at),
             Ev::Controls(i) => {
                 let actions = self.batches[i as usize].take().unwrap_or_default();

@@ -117,10 +117,19 @@ impl DataPlane {
         self.schemes.hooks.get(node as usize).is_some_and(Option::is_some)
     }
 
-    /// Runs `f` on `node`'s hook (if any) and carries out what it asked for.
-    pub(crate) fn with_hook(&mut self, node: u32, f: impl FnOnce(&mut dyn Agent, &mut Ctx)) {
+    /// Runs `f` on `node`'s hook (if any) at model time `now`, the time of the event being handled,
+    /// and carries out what it asked for at that time.
+    ///
+    /// Model time, not the wall clock: the loop handles events in model-time order, at or after their
+    /// time, so a hook that read the clock while the loop runs late (after a routing step's batch of
+    /// controls, say) would act "later" than arrivals still queued with earlier times. LinkGuardian's
+    /// egress-idle check then found its link idle while data that reached the node earlier had not
+    /// been handled yet, and its dummy, put on the link ahead of that data, opened a false hole at the
+    /// receiver: a spurious retransmission round per step boundary per busy link, two copies each,
+    /// 91 % of the emulator's link-local retransmissions on the demo path (docs/cross-validation.md).
+    /// The simulator's hooks see the event's time; so do these now.
+    pub(crate) fn with_hook(&mut self, node: u32, now: u64, f: impl FnOnce(&mut dyn Agent, &mut Ctx)) {
         let Some(mut a) = self.schemes.hooks.get_mut(node as usize).and_then(Option::take) else { return };
-        let now = self.clock_model();
         self.schemes.ctx.now = Instant(now);
         self.schemes.ctx.node = leoguard_net::NodeId(node);
         f(a.as_mut(), &mut self.schemes.ctx);
@@ -133,6 +142,7 @@ impl DataPlane {
         &mut self,
         node: u32,
         slot: u32,
+        t: u64,
         f: impl FnOnce(&mut dyn Agent, &mut Packet, &mut Ctx) -> bool,
     ) -> bool {
         if !self.has_hook(node) {
@@ -140,7 +150,7 @@ impl DataPlane {
         }
         let mut p = self.pkts[slot as usize];
         let mut keep = true;
-        self.with_hook(node, |a, c| keep = f(a, &mut p, c));
+        self.with_hook(node, t, |a, c| keep = f(a, &mut p, c));
         if keep {
             self.pkts[slot as usize] = p;
         } else {
@@ -165,7 +175,7 @@ impl DataPlane {
                 SendKind::OnLink(l) => Some(l),
                 _ => None,
             };
-            let Some(slot) = self.materialise(&p, node, link) else { continue };
+            let Some(slot) = self.materialise(&p, node, link, now) else { continue };
             match kind {
                 // A hook's own sends pass no hook on the way out (as in the simulator).
                 SendKind::Routed => self.forward(node, slot, now, false),
@@ -181,7 +191,7 @@ impl DataPlane {
 
     /// A slot holding `p` as a real packet: a control packet built from its fields, or a copy of the
     /// bytes the data packet entered with.
-    fn materialise(&mut self, p: &Packet, node: u32, link: Option<LinkId>) -> Option<u32> {
+    fn materialise(&mut self, p: &Packet, node: u32, link: Option<LinkId>, t: u64) -> Option<u32> {
         let Some(slot) = self.free.pop() else {
             self.count_drop(Cause::PoolExhausted);
             return None;
@@ -197,7 +207,7 @@ impl DataPlane {
                 return None;
             };
             self.meta[slot as usize] =
-                crate::dataplane::Meta { len: len as u32, t_in: self.clock_model(), dst_node: node, entry: 0, flow: 0 };
+                crate::dataplane::Meta { len: len as u32, t_in: t, dst_node: node, entry: 0, flow: 0 };
         } else {
             let Some(&master) = self.schemes.masters.get(&(p.flow, p.seq)) else {
                 // The hook made a packet the data plane cannot fill: generated, then dropped.
@@ -289,14 +299,14 @@ impl DataPlane {
             // A packet the queue turns away never reaches the interface: the hook sees no departure.
             if l.has_room(size) {
                 self.schemes.ctx.wait = l.egress_wait(Instant(t), size);
-                let keep = self.pass_hook(at, slot, |a, p, c| a.on_depart(link, p, c));
+                let keep = self.pass_hook(at, slot, t, |a, p, c| a.on_depart(link, p, c));
                 self.schemes.ctx.wait = leoguard_core::Duration::ZERO;
                 if !keep {
                     return;
                 }
             } else {
                 let p = self.pkts[slot as usize];
-                self.with_hook(at, |a, c| a.on_congestion_drop(link, &p, c));
+                self.with_hook(at, t, |a, c| a.on_congestion_drop(link, &p, c));
             }
         }
         self.put_on(link, slot, t);
@@ -316,7 +326,7 @@ impl DataPlane {
         if self.leotp.runs_at(node) && self.leotp_intercept(node, slot, t) {
             return;
         }
-        if self.pass_hook(node, slot, |a, p, c| a.on_arrive(link, p, c)) {
+        if self.pass_hook(node, slot, t, |a, p, c| a.on_arrive(link, p, c)) {
             self.handle_at(node, slot, t);
         }
     }

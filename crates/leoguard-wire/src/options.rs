@@ -35,6 +35,7 @@ const FLAG_MIGRATED: u8 = 0x02;
 const FLAG_DELAY_SENSITIVE: u8 = 0x01;
 const FLAG_DUMMY: u8 = 0x02;
 const FLAG_LOSS: u8 = 0x01;
+const FLAG_RECEIVED: u8 = 0x02;
 
 /// SATGUARD hop option: the per-hop sequence number HSeq (SATGUARD §3.2), rewritten by each
 /// upstream node, hence option type 0x3E (chg = 1).
@@ -90,13 +91,18 @@ pub struct LinkGuardianLoss {
     pub hole_size: u16,
 }
 
-/// LinkGuardian ACK option: the leading ACK, plus a loss notification when there is one (type 0x1E).
+/// LinkGuardian ACK option: the leading ACK, plus a loss notification when there is one, or the
+/// acknowledgement of one received packet on a shared link (type 0x1E).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct LinkGuardianAck {
     /// Highest sequence number received so far.
     pub leading_ack: Seq16,
     /// The loss notification (flags bit 0); when absent its fields are sent as zero and ignored.
     pub loss: Option<LinkGuardianLoss>,
+    /// On a shared (one-to-many) link with a fixed retransmission timer, the one packet this ACK
+    /// acknowledges (flags bit 1, carried in the `first_lost` field; never with `loss`): without it
+    /// every packet received behind a hole would time out (SATGUARD §3.3).
+    pub received: Option<Seq16>,
 }
 
 /// One leoguard option.
@@ -218,6 +224,7 @@ impl LeoOption {
                     leading_ack: Seq16(be16(data, 2)),
                     loss: (flags & FLAG_LOSS != 0)
                         .then(|| LinkGuardianLoss { first_lost: Seq16(be16(data, 4)), hole_size: be16(data, 6) }),
+                    received: (flags & FLAG_RECEIVED != 0).then(|| Seq16(be16(data, 4))),
                 };
                 ack.validate()?;
                 LeoOption::LinkGuardianAck(ack)
@@ -275,6 +282,9 @@ impl LeoOption {
                     b[3] = FLAG_LOSS;
                     put16(b, 6, loss.first_lost.0);
                     put16(b, 8, loss.hole_size);
+                } else if let Some(r) = a.received {
+                    b[3] = FLAG_RECEIVED;
+                    put16(b, 6, r.0);
                 }
             }
         }
@@ -309,10 +319,14 @@ impl SatguardHack {
 }
 
 impl LinkGuardianAck {
-    /// Checks that a loss notification, when present, names a hole of at least one packet.
+    /// Checks that a loss notification, when present, names a hole of at least one packet, and that
+    /// an ACK does not carry both a notification and a per-packet acknowledgement (one field holds both).
     pub fn validate(&self) -> Result<(), WireError> {
-        match self.loss {
-            Some(l) if l.hole_size == 0 => Err(WireError::InvalidField { field: "LinkGuardian hole size 0" }),
+        match (self.loss, self.received) {
+            (Some(l), _) if l.hole_size == 0 => Err(WireError::InvalidField { field: "LinkGuardian hole size 0" }),
+            (Some(_), Some(_)) => Err(WireError::InvalidField {
+                field: "LinkGuardian ack with both a loss notification and a received seq",
+            }),
             _ => Ok(()),
         }
     }

@@ -37,6 +37,7 @@ fn seeds() -> Vec<Vec<u8>> {
             lg_ack: Some(LinkGuardianAck {
                 leading_ack: Seq16(7),
                 loss: Some(LinkGuardianLoss { first_lost: Seq16(3), hole_size: 2 }),
+                received: None,
             }),
             ..HbhRepr::new(17)
         },

@@ -45,10 +45,14 @@ fn lg_seq() -> impl Strategy<Value = LinkGuardianSeq> {
 }
 
 fn lg_ack() -> impl Strategy<Value = LinkGuardianAck> {
-    (seq(), proptest::option::of((seq(), 1u16..=u16::MAX))).prop_map(|(leading_ack, loss)| LinkGuardianAck {
-        leading_ack,
-        loss: loss.map(|(first_lost, hole_size)| LinkGuardianLoss { first_lost, hole_size }),
-    })
+    // A loss notification, a per-packet acknowledgement (shared links) or neither; never both.
+    (seq(), proptest::option::of((seq(), 1u16..=u16::MAX)), proptest::option::of(seq())).prop_map(
+        |(leading_ack, loss, received)| LinkGuardianAck {
+            leading_ack,
+            loss: loss.map(|(first_lost, hole_size)| LinkGuardianLoss { first_lost, hole_size }),
+            received: if loss.is_some() { None } else { received },
+        },
+    )
 }
 
 fn option() -> impl Strategy<Value = LeoOption> {

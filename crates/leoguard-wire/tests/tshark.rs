@@ -109,6 +109,7 @@ fn tshark_decodes_leoguard_hop_by_hop_options() {
         lg_ack: Some(LinkGuardianAck {
             leading_ack: Seq16(300),
             loss: Some(LinkGuardianLoss { first_lost: Seq16(290), hole_size: 2 }),
+            received: None,
         }),
         ..HbhRepr::new(NEXT_HEADER_NONE)
     };

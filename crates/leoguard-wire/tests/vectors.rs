@@ -110,6 +110,7 @@ fn option_linkguardian_ack() {
         LeoOption::LinkGuardianAck(LinkGuardianAck {
             leading_ack: Seq16(256),
             loss: Some(LinkGuardianLoss { first_lost: Seq16(248), hole_size: 3 }),
+            received: None,
         }),
     );
     option_both_ways(
@@ -120,7 +121,18 @@ fn option_linkguardian_ack() {
             0x00, 0x07, // leading ACK 7
             0x00, 0x00, 0x00, 0x00, // first lost, hole size: unused, zero
         ],
-        LeoOption::LinkGuardianAck(LinkGuardianAck { leading_ack: Seq16(7), loss: None }),
+        LeoOption::LinkGuardianAck(LinkGuardianAck { leading_ack: Seq16(7), loss: None, received: None }),
+    );
+    option_both_ways(
+        &[
+            0x1E, 0x08, // type, Opt Data Len
+            0x05, // subtype: LinkGuardian ack
+            0x02, // flags: per-packet acknowledgement (shared link)
+            0x00, 0x07, // leading ACK 7
+            0x00, 0x0C, // received 12 (in the first-lost field)
+            0x00, 0x00, // hole size: unused, zero
+        ],
+        LeoOption::LinkGuardianAck(LinkGuardianAck { leading_ack: Seq16(7), loss: None, received: Some(Seq16(12)) }),
     );
 }
 
@@ -185,6 +197,7 @@ fn hbh_linkguardian_data_and_ack() {
             lg_ack: Some(LinkGuardianAck {
                 leading_ack: Seq16(2),
                 loss: Some(LinkGuardianLoss { first_lost: Seq16(0xFFFE), hole_size: 4 }),
+                received: None,
             }),
             ..HbhRepr::new(59)
         },
@@ -209,7 +222,7 @@ fn hbh_all_five_and_none() {
             flow: Some(SatguardFlow { fseq: Seq16(32), delay_sensitive: false }),
             hack: Some(SatguardHack { cum_start: Seq16(1), cum_end: Seq16(2), beam: 256 }),
             lg_seq: Some(LinkGuardianSeq { seq: Seq16(48), ..LinkGuardianSeq::default() }),
-            lg_ack: Some(LinkGuardianAck { leading_ack: Seq16(64), loss: None }),
+            lg_ack: Some(LinkGuardianAck { leading_ack: Seq16(64), loss: None, received: None }),
             skipped_unknown: 0,
         },
     );

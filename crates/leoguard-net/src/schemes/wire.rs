@@ -31,11 +31,13 @@ pub fn satguard_hack(ack: u64) -> SatguardHack {
 }
 
 /// The LinkGuardian ACK a control packet carries: the hooks pack it as `leading_ack | first_lost << 16
-/// | hole_size << 32 | loss << 48` (schemes/linkguardian `encode_ack`).
+/// | hole_size << 32 | loss << 48 | received << 49`, the received seq in the `first_lost` bits
+/// (schemes/linkguardian `encode_ack`).
 pub fn linkguardian_ack(ack: u64) -> LinkGuardianAck {
     let loss = ((ack >> 48) & 1 == 1)
         .then_some(LinkGuardianLoss { first_lost: Seq16((ack >> 16) as u16), hole_size: (ack >> 32) as u16 });
-    LinkGuardianAck { leading_ack: Seq16(ack as u16), loss }
+    let received = (loss.is_none() && (ack >> 49) & 1 == 1).then_some(Seq16((ack >> 16) as u16));
+    LinkGuardianAck { leading_ack: Seq16(ack as u16), loss, received }
 }
 
 /// The Hop-by-Hop header of a data packet with these fields, if it carries any scheme field.
@@ -129,6 +131,8 @@ pub fn apply_hbh(h: Option<&HbhRepr>, p: &mut Packet) {
         p.ack = u64::from(a.leading_ack.0);
         if let Some(l) = a.loss {
             p.ack |= u64::from(l.first_lost.0) << 16 | u64::from(l.hole_size) << 32 | 1 << 48;
+        } else if let Some(r) = a.received {
+            p.ack |= u64::from(r.0) << 16 | 1 << 49;
         }
     }
 }
@@ -160,6 +164,9 @@ mod tests {
         for (scheme, ack) in [
             (WireScheme::Satguard, 10 | 20 << 16 | 3 << 32),
             (WireScheme::LinkGuardian, 5 | 9 << 16 | 4 << 32 | 1 << 48),
+            // A shared link's per-packet acknowledgement (the emulator lost it before: every packet
+            // behind a hole timed out there, twice each).
+            (WireScheme::LinkGuardian, 5 | 9 << 16 | 1 << 49),
             (WireScheme::LinkGuardian, 65_535),
         ] {
             let p = Packet {
@@ -169,8 +176,10 @@ mod tests {
                 ..Default::default()
             };
             let h = packet_hbh(scheme, &p, 59).unwrap();
+            let mut buf = vec![0; h.buffer_len()];
+            h.emit(&mut buf).unwrap();
             let mut q = Packet::default();
-            apply_hbh(Some(&h), &mut q);
+            apply_hbh(Some(&HbhRepr::parse(&buf).unwrap()), &mut q);
             assert_eq!(q.ack, ack, "{scheme:?}");
         }
     }
