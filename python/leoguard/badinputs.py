@@ -260,6 +260,14 @@ CASES: list[Case] = [
           "r/tcpinfo.csv": "flow,sport,t_lo_ns,t_hi_ns,cwnd,in_recovery\n"}),
     Case("tcp-script on a missing script", ["tcp-script", "nope.pkt"], "nope.pkt"),
     Case("tcp-script on a directory", ["tcp-script", "scripts"], "scripts", {"scripts/x.pkt": "0 socket(..., SOCK_STREAM, 6) = 3\n"}),
+    Case("validate starlink on a trace of unknown format", ["validate", "starlink", "t.txt", "--out", "out/r"], "format", {"t.txt": "hello world\n"}),
+    Case("validate starlink on a ping log whose time goes backwards", ["validate", "starlink", "p.txt"], "p.txt:2", {"p.txt": "1694477135.68\t1\t40.1\n1694477135.50\t2\t41.0\n"}),
+    Case("validate starlink on a ping log with a bad RTT", ["validate", "starlink", "p.txt"], "p.txt:2", {"p.txt": "1694477135.68\t1\t40.1\n1694477135.83\t2\tabc\n"}),
+    Case("validate starlink on an irtt CSV with no rows", ["validate", "starlink", "i.csv"], "rows", {"i.csv": "timestamp,rtt,uplink,downlink\n"}),
+    Case("validate starlink on an iperf3 error report", ["validate", "starlink", "i.json"], "i.json", {"i.json": '{"start": {}, "intervals": [], "error": "unable to connect to server"}\n'}),
+    Case("validate starlink with a dish that is no place", ["validate", "starlink", "p.txt", "--dish", "Nowhereville Xq"], "--dish", {"p.txt": "".join(f"{1694477135.68 + 0.15 * i:.2f}\t{i + 1}\t40.0\n" for i in range(400))}),
+    Case("validate starlink with an unknown profile", ["validate", "starlink", "p.txt", "--profile", "mars-1"], "mars-1", {"p.txt": "1694477135.68\t1\t40.1\n1694477135.83\t2\t41.0\n"}),
+    Case("validate starlink with an unknown engine", ["validate", "starlink", "--engine", "gpu"], "--engine"),
 ]  # fmt: skip
 
 

@@ -24,6 +24,7 @@ from leoguard.cli_common import (
     store_dir_cb,
     table,
 )
+from leoguard.cli_realism import cli_starlink
 from leoguard.cli_reproduce import reproduce_app
 from leoguard.cli_tcpscript import tcp_script
 from leoguard.cli_train import train_app
@@ -46,6 +47,7 @@ app.add_typer(emu_app, name="emu")
 validate_app = new_app("Cross-validation of the engines.")
 app.add_typer(validate_app, name="validate")
 validate_app.command("tcp-trace")(cli_tcp_trace)
+validate_app.command("starlink")(cli_starlink)
 app.command("ablation")(ablation)
 app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(train_app, name="train")

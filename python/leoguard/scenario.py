@@ -461,9 +461,21 @@ class Scenario(_Model):
         index = {name: i for i, name in enumerate(sat_names)}
         steps = tl.steps
         sats = [[index[n] for n in p[1:-1]] for p in steps["path"].to_list()]
+        access, profile_loss, profile = t.access.resolved() if t.access is not None else (None, None, None)
         gsl = loss(t.gsl_loss)
+        if profile_loss is not None:
+            if gsl is not None:
+                raise LeoguardError(
+                    f"topology.gsl_loss: the access profile '{profile['name'] if profile else ''}' brings its own "
+                    "fitted loss; remove gsl_loss or the profile"
+                )
+            gsl = dict(profile_loss)
         if gsl is not None and gsl["model"] == "starlink" and "boundary_offset_s" not in gsl:
             gsl["boundary_offset_s"] = _boundary_offset(c.epoch_unix_s)
+        if gsl is not None and gsl["model"] == "cycle_profile" and gsl.get("phase_s") is None:
+            from leoguard.access import boundary_phase_s
+
+            gsl["phase_s"] = boundary_phase_s(c.epoch_unix_s)
         leo = {
             "t_s": steps["t_s"].to_list(),
             "sats": sats,
@@ -478,6 +490,10 @@ class Scenario(_Model):
         }
         if t.queue_bytes is not None:
             leo["queue_bytes"] = t.queue_bytes
+        if access is not None:
+            from leoguard import access as access_mod
+
+            leo["access"] = {**access_mod.apply(access, leo, self.seed, c.epoch_unix_s), "profile": profile}
         # The simulator numbers satellites in order of first appearance on the path.
         order = list(dict.fromkeys(s for p in sats for s in p))
         names = [t.a, t.b, *(sat_names[s] for s in order)]
@@ -515,6 +531,10 @@ class Scenario(_Model):
         gsl = loss(t.gsl_loss)
         if gsl is not None and gsl["model"] == "starlink" and "boundary_offset_s" not in gsl:
             gsl["boundary_offset_s"] = _boundary_offset(c.epoch_unix_s)
+        if gsl is not None and gsl["model"] == "cycle_profile" and gsl.get("phase_s") is None:
+            from leoguard.access import boundary_phase_s
+
+            gsl["phase_s"] = boundary_phase_s(c.epoch_unix_s)
         topo = {
             "object": c._core,
             "grounds": [p.as_node() for p in places],
@@ -593,7 +613,7 @@ def _boundary_offset(epoch_unix_s: float) -> int:
 def _leo_timeline(t: LeoPath, duration_s: float, seed: int) -> tuple[Any, Any]:
     from leoguard.orbit import Constellation
 
-    c = Constellation.preset(t.constellation)
+    c = Constellation.preset(t.constellation, epoch=t.epoch)
     tl = c.path_timeline(
         t.a, t.b, duration=duration_s, step=t.step_s, policy=t.policy, min_elevation=t.min_elevation_deg,
         slot_criterion=t.slot_criterion, interruption=t.interruption, seed=seed,

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from leoguard import _core
+from leoguard.access import Access
 from leoguard.errors import LeoguardError
 from leoguard.sections import _Model
 
@@ -22,7 +23,7 @@ MAX_DELAY_MS = 3_600_000.0
 class Loss(_Model):
     """A link loss model (see docs/loss-models.md)."""
 
-    model: Literal["none", "bernoulli", "gilbert_elliott", "starlink", "trace_per_second", "drop_list"]
+    model: Literal["none", "bernoulli", "gilbert_elliott", "starlink", "trace_per_second", "drop_list", "cycle_profile"]
     p: float | None = Field(default=None, ge=0.0, le=1.0)
     p_gb: float | None = Field(default=None, ge=0.0, le=1.0)
     p_bg: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -33,6 +34,14 @@ class Loss(_Model):
     trace: str | None = None
     loop: bool = True
     indices: list[int] | None = None
+    # cycle_profile: loss probability per equal bin of a repeating cycle (issue 29's Starlink access profile).
+    probs: list[Annotated[float, Field(ge=0.0, le=1.0)]] | None = Field(default=None, min_length=1, max_length=3600)
+    period_s: float | None = Field(default=None, gt=0.0, le=1e6)
+    """The cycle's length; missing means 15 s (Starlink's reconfiguration schedule)."""
+    phase_s: float | None = Field(default=None, ge=0.0)
+    """The first cycle boundary after t = 0 of the run, in [0, period_s); missing: 0 on explicit links."""
+    slot_s: float | None = Field(default=None, gt=0.0, le=1e6)
+    """cycle_profile's outage mode: slots of this length lost whole (CRN, by time); missing: per packet."""
 
     @model_validator(mode="after")
     def _needs(self) -> Loss:
@@ -41,10 +50,14 @@ class Loss(_Model):
             "gilbert_elliott": ["p_gb", "p_bg", "loss_good", "loss_bad"],
             "trace_per_second": ["trace"],
             "drop_list": ["indices"],
+            "cycle_profile": ["probs"],
         }.get(self.model, [])
         missing = [f for f in need if getattr(self, f) is None]
         if missing:
             raise ValueError(f"model '{self.model}' needs {', '.join(missing)}")
+        period = self.period_s if self.period_s is not None else 15.0
+        if self.phase_s is not None and self.phase_s >= period:
+            raise ValueError(f"phase_s = {self.phase_s} must be less than period_s = {period}")
         return self
 
 
@@ -316,6 +329,12 @@ class LeoPath(_Model):
     queue_bytes: int | None = Field(default=None, gt=0)
     gsl_loss: Loss | None = None
     isl_loss: Loss | None = None
+    epoch: float | str | None = None
+    """The run's start as UTC (ISO 8601 or Unix seconds): the orbits' epoch, and so where the 15 s
+    schedule's boundaries fall (seconds 12/27/42/57 of each minute). Default 2026-01-01T00:00:00Z."""
+    access: Access | None = None
+    """End `a`'s measured access link (a dish): extra latency, a disturbance at every boundary,
+    per-second capacity, and with a named `profile` its fitted loss (leoguard.access, docs/realism.md)."""
 
     @model_validator(mode="after")
     def _two_places(self) -> LeoPath:

@@ -346,6 +346,45 @@ def test_linkguardian_resends_only_what_the_links_lose_in_both_engines():
     assert _leftovers() == []
 
 
+def test_a_measured_access_profile_shapes_the_emulated_leo_path_as_the_simulated_one():
+    """A leo-path with an access profile (issue 29): a constant 20 ms of extra round trip, the boundary
+    bump off, 8 Mbit/s of dish capacity each way. Real ping's median RTT is the engine's round trip
+    (propagation plus the access delay) within 2 ms; kernel CUBIC gets the dish's capacity, not the
+    links' 100 Mbit/s, as the simulator's CUBIC does."""
+    _require_root()
+    import statistics
+
+    from leoguard.simulate import simulate
+
+    def sc(flows, **emu):
+        d = {
+            "name": "emu-access", "duration_s": 12.0, "seed": 2,
+            "topology": {
+                "kind": "leo-path", "constellation": "starlink-shell1", "a": "48.43,-123.37", "b": "Seattle",
+                "policy": "global-schedule", "slot_criterion": "path-aware", "step_s": 0.1, "interruption": "none",
+                "rate_mbps": 100, "queue_bytes": 200_000, "epoch": "2023-09-12T01:26:04Z",
+                "access": {"extra_rtt_ms_quantiles": [20.0, 20.0], "down_mbps_quantiles": [8.0, 8.0],
+                           "up_mbps_quantiles": [8.0, 8.0]},
+            },
+            "flows": flows,
+        }  # fmt: skip
+        if emu:
+            d["emu"] = emu
+        return from_dict(d)
+
+    probe = sc([{"kind": "cbr", "src": 0, "dst": 1, "rate_mbps": 0.05, "size": 200}], ping_interval_ms=100)
+    leo = probe.to_core()["leo"]
+    engine_rtt = statistics.median(2 * sum(h) for h in leo["hop_delays_ms"])
+    r = emulate(probe)
+    assert r.emulator["realtime_ok"], r.emulator["timing_error_us"]
+    assert abs(r.pings["rtt_ms"].median() - engine_rtt) < 2.0, (r.pings["rtt_ms"].median(), engine_rtt)
+    bulk = sc([{"kind": "tcp", "src": 1, "dst": 0, "cc": "cubic"}])
+    emu_g = emulate(bulk).flows.row(0, named=True)["goodput_bps"] / 1e6
+    sim_g = simulate(bulk).flows.row(0, named=True)["goodput_bps"] / 1e6
+    assert 6.5 < emu_g <= 8.0 and 6.5 < sim_g <= 8.0, (emu_g, sim_g)
+    assert _leftovers() == []
+
+
 def test_a_web_flow_loads_corpus_pages_in_real_chromium_across_the_emulated_path():
     """A `web` flow in `emulate`: nginx (h2, TLS 1.3) in the server's namespace, headless Chromium in the
     client's, every page's objects fetched across two 10 ms links: PLT above the 4-RTT floor of a TLS 1.3

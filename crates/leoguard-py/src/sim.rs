@@ -56,9 +56,16 @@ fn loss(d: Option<Bound<'_, PyDict>>, field: &str) -> PyResult<LossSpec> {
             LossSpec::TracePerSecond { rates, looping: get(&d, "loop")?.unwrap_or(true) }
         }
         "drop_list" => LossSpec::DropList { indices: need(&d, "indices")? },
+        // The core validates period > 0, phase < period and the probabilities, naming them.
+        "cycle_profile" => LossSpec::CycleProfile {
+            period: secs(&format!("{field}.period_s"), get(&d, "period_s")?.unwrap_or(15.0))?,
+            phase: secs(&format!("{field}.phase_s"), get(&d, "phase_s")?.unwrap_or(0.0))?,
+            probs: need(&d, "probs")?,
+            slot: get::<f64>(&d, "slot_s")?.map(|x| secs(&format!("{field}.slot_s"), x)).transpose()?,
+        },
         other => {
             return Err(LeoguardError::new_err(format!(
-                "unknown {field}.model '{other}' (known: none, bernoulli, gilbert_elliott, starlink, trace_per_second, drop_list)"
+                "unknown {field}.model '{other}' (known: none, bernoulli, gilbert_elliott, starlink, trace_per_second, drop_list, cycle_profile)"
             )))
         }
     })
@@ -349,6 +356,39 @@ fn startcp(d: &Bound<'_, PyDict>) -> PyResult<leoguard_sim::scenario::StartcpSpe
     Ok(spec)
 }
 
+/// The leo path's optional `gsl_rates_a_bps`: one entry per step, each `None` (rates unchanged) or
+/// `[up_bps, down_bps]` for end A's ground link from that step on.
+fn gsl_rates_a(d: &Bound<'_, PyDict>, steps: usize) -> PyResult<Vec<Option<(Bps, Bps)>>> {
+    let Some(list) = get::<Bound<'_, PyList>>(d, "gsl_rates_a_bps")? else {
+        return Ok(vec![None; steps]);
+    };
+    if list.len() != steps {
+        return Err(LeoguardError::new_err(format!(
+            "invalid leo.gsl_rates_a_bps: {} entries, must have one per step ({steps})",
+            list.len()
+        )));
+    }
+    let max = leoguard_net::topo::MAX_LINK_RATE.0;
+    list.iter()
+        .enumerate()
+        .map(|(i, v)| {
+            if v.is_none() {
+                return Ok(None);
+            }
+            let bad = || {
+                LeoguardError::new_err(format!(
+                    "invalid leo.gsl_rates_a_bps[{i}] = {v}: must be null or [up_bps, down_bps], each in (0, 10 Tbit/s]"
+                ))
+            };
+            let pair: Vec<u64> = v.extract().map_err(|_| bad())?;
+            match pair[..] {
+                [up, down] if (1..=max).contains(&up) && (1..=max).contains(&down) => Ok(Some((Bps(up), Bps(down)))),
+                _ => Err(bad()),
+            }
+        })
+        .collect()
+}
+
 fn leo_path(d: &Bound<'_, PyDict>) -> PyResult<LeoPath> {
     let t: Vec<f64> = need(d, "t_s")?;
     let sats: Vec<Vec<u32>> = need(d, "sats")?;
@@ -356,10 +396,11 @@ fn leo_path(d: &Bound<'_, PyDict>) -> PyResult<LeoPath> {
     if t.len() != sats.len() || t.len() != delays.len() {
         return Err(LeoguardError::new_err("leo: t_s, sats and hop_delays_ms must have one entry per step"));
     }
+    let gsl_rates = gsl_rates_a(d, t.len())?;
     let mut steps = Vec::with_capacity(t.len());
-    for ((t, sats), delays) in t.into_iter().zip(sats).zip(delays) {
+    for (((t, sats), delays), gsl_rate_a) in t.into_iter().zip(sats).zip(delays).zip(gsl_rates) {
         let hop_delays = delays.into_iter().map(|ms| secs("leo.hop_delays_ms", ms / 1e3)).collect::<PyResult<_>>()?;
-        steps.push(LeoStep { t: Instant(secs("leo.t_s", t)?.as_nanos()), sats, hop_delays });
+        steps.push(LeoStep { t: Instant(secs("leo.t_s", t)?.as_nanos()), sats, hop_delays, gsl_rate_a });
     }
     let raw: Vec<(f64, u8, f64)> = get(d, "interruptions")?.unwrap_or_default();
     let interruptions = raw

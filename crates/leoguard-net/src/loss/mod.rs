@@ -11,6 +11,7 @@
 //! Adding a model = one new file + one [`LossSpec`] variant.
 
 mod basic;
+mod cycle;
 mod handover;
 mod starlink;
 mod trace;
@@ -20,6 +21,7 @@ use std::fmt;
 use leoguard_core::{DrawKey, Duration, Instant, RngStream};
 
 pub use basic::{Bernoulli, GilbertElliott, NoLoss};
+pub use cycle::{CycleProfile, MAX_CYCLE_BINS};
 pub use handover::HandoverCorrelated;
 pub use starlink::{Starlink, StarlinkFit};
 pub use trace::{parse_drop_list, parse_plr_csv, DropList, TracePerSecond};
@@ -322,6 +324,17 @@ pub enum LossSpec {
         /// Strictly increasing packet indices.
         indices: Vec<u64>,
     },
+    /// Per-packet loss by position in a repeating cycle ("cycle_profile"), see [`CycleProfile`].
+    CycleProfile {
+        /// Cycle length (Starlink's reconfiguration schedule: 15 s).
+        period: Duration,
+        /// The first cycle boundary after t = 0 of the run, modulo `period`.
+        phase: Duration,
+        /// Loss probability of each of the cycle's equal bins, from the boundary on.
+        probs: Vec<f64>,
+        /// Outage mode: slots of this length lost as a whole (`None`: each packet on its own).
+        slot: Option<Duration>,
+    },
     /// Lost if any component drops the packet ("composite"), see [`Composite`].
     Composite(Vec<LossSpec>),
 }
@@ -337,6 +350,7 @@ impl LossSpec {
             LossSpec::Starlink { .. } => "starlink",
             LossSpec::TracePerSecond { .. } => "trace_per_second",
             LossSpec::DropList { .. } => "drop_list",
+            LossSpec::CycleProfile { .. } => "cycle_profile",
             LossSpec::Composite(_) => "composite",
         }
     }
@@ -363,6 +377,13 @@ impl LossSpec {
             }
             LossSpec::TracePerSecond { rates, looping } => Box::new(TracePerSecond::new(rates.clone(), *looping)?),
             LossSpec::DropList { indices } => Box::new(DropList::new(indices.clone())?),
+            LossSpec::CycleProfile { period, phase, probs, slot } => {
+                let m = CycleProfile::new(*period, *phase, probs.clone())?;
+                Box::new(match slot {
+                    Some(d) => m.with_slot(*d)?,
+                    None => m,
+                })
+            }
             LossSpec::Composite(parts) => {
                 let mut models = Vec::with_capacity(parts.len());
                 for (i, part) in parts.iter().enumerate() {
@@ -470,6 +491,12 @@ mod tests {
                 outages: vec![(Instant(7 * SECOND_NS), Duration::from_millis(80))],
             },
             LossSpec::TracePerSecond { rates: vec![0.0, 0.1, 0.02], looping: true },
+            LossSpec::CycleProfile {
+                period: Duration::from_secs(15),
+                phase: Duration::from_secs(12),
+                probs: vec![0.2, 0.05, 0.01, 0.0, 0.0],
+                slot: None,
+            },
         ]
     }
 

@@ -360,7 +360,7 @@ fn a_leo_path_reports_both_ends_handovers_to_satcp() {
     use crate::leo::{LeoInterruption, LeoPath, LeoStep};
     let ms = Duration::from_millis;
     let path = LeoPath {
-        steps: vec![LeoStep { t: Instant(0), sats: vec![10], hop_delays: vec![ms(5), ms(5)] }],
+        steps: vec![LeoStep { t: Instant(0), sats: vec![10], hop_delays: vec![ms(5), ms(5)], gsl_rate_a: None }],
         interruptions: vec![
             LeoInterruption { t: Instant(27_000_000_000), end: 1, duration: ms(80) },
             LeoInterruption { t: Instant(12_000_000_000), end: 0, duration: ms(120) },

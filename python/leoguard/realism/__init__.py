@@ -1,0 +1,46 @@
+"""Real measurements versus leoguard's model (issue 29): trace readers and their statistics."""
+
+from leoguard.realism.stats import (
+    BIN_S,
+    BOUNDARY_S,
+    PERIOD_S,
+    boundary_share,
+    compare,
+    cycle_bin,
+    cycle_position,
+    dip_profile,
+    disturbance,
+    loss_bursts,
+    loss_by_bin,
+    median_rtt_by_bin,
+    per_second_mbps,
+    plot,
+    rtt_percentiles,
+    summarise,
+    to_markdown,
+)
+from leoguard.realism.traces import KNOWN_FORMATS, RttTrace, ThroughputTrace, read_trace
+
+__all__ = [
+    "BIN_S",
+    "BOUNDARY_S",
+    "KNOWN_FORMATS",
+    "PERIOD_S",
+    "RttTrace",
+    "ThroughputTrace",
+    "boundary_share",
+    "compare",
+    "cycle_bin",
+    "cycle_position",
+    "dip_profile",
+    "disturbance",
+    "loss_bursts",
+    "loss_by_bin",
+    "median_rtt_by_bin",
+    "per_second_mbps",
+    "plot",
+    "read_trace",
+    "rtt_percentiles",
+    "summarise",
+    "to_markdown",
+]
