@@ -74,9 +74,12 @@ class Access(_Model):
 
     profile: str | None = None
     extra_rtt_ms_quantiles: list[Annotated[float, Field(ge=0.0, le=10_000.0)]] | None = None
-    boundary_extra_ms: float = Field(default=0.0, ge=0.0, le=10_000.0)
-    boundary_length_s: float = Field(default=0.5, gt=0.0, le=PERIOD_S)
-    boundary_share: float = Field(default=1.0, ge=0.0, le=1.0)
+    # Missing (None) fields take the profile's value, else: no bump, 0.5 s, every boundary. None, not the
+    # default, marks "not given", so a scenario written out and read back (the emulator's data plane
+    # does) still lets the profile fill what the user left out.
+    boundary_extra_ms: float | None = Field(default=None, ge=0.0, le=10_000.0)
+    boundary_length_s: float | None = Field(default=None, gt=0.0, le=PERIOD_S)
+    boundary_share: float | None = Field(default=None, ge=0.0, le=1.0)
     up_mbps_quantiles: list[Annotated[float, Field(gt=0.0, le=1e6)]] | None = None
     down_mbps_quantiles: list[Annotated[float, Field(gt=0.0, le=1e6)]] | None = None
 
@@ -88,14 +91,17 @@ class Access(_Model):
         return self
 
     def resolved(self) -> tuple[Access, dict[str, Any] | None, dict[str, Any] | None]:
-        """This access with a named profile's fields filled in (explicit fields win), the profile's
-        `gsl_loss` (None without a profile) and its record (source, licence)."""
-        if self.profile is None:
-            return self, None, None
-        p = load_profile(self.profile)
-        given = self.model_dump(exclude_unset=True, exclude={"profile"})
-        merged = Access.model_validate({**p["access"], **given})
-        return merged, p.get("gsl_loss"), {k: p.get(k) for k in ("name", "source", "licence", "fitted_on")}
+        """This access with a named profile's fields filled in (fields given, not None, win) and the
+        defaults of what neither gives; the profile's `gsl_loss` (None without a profile) and its record
+        (name, source, licence)."""
+        given = {k: v for k, v in self.model_dump(exclude={"profile"}).items() if v is not None}
+        p = load_profile(self.profile) if self.profile is not None else None
+        merged = {**(p["access"] if p else {}), **given}
+        defaults = {"boundary_extra_ms": 0.0, "boundary_length_s": 0.5, "boundary_share": 1.0}
+        a = Access.model_validate({**defaults, **{k: v for k, v in merged.items() if v is not None}})
+        if p is None:
+            return a, None, None
+        return a, p.get("gsl_loss"), {k: p.get(k) for k in ("name", "source", "licence", "fitted_on")}
 
 
 def _uniforms(seed: int, label: str, n: int) -> np.ndarray:
@@ -115,30 +121,34 @@ def boundary_phase_s(epoch_unix_s: float) -> float:
     return float((BOUNDARY_S - epoch_unix_s) % PERIOD_S)
 
 
-def extra_rtt_ms(a: Access, t_s: np.ndarray, seed: int, epoch_unix_s: float) -> np.ndarray:
-    """The round-trip delay the access adds at each step time `t_s` (run seconds)."""
+def extra_rtt_ms(a: Access, t_s: np.ndarray, seed: int, epoch_unix_s: float, who: str = "") -> np.ndarray:
+    """The round-trip delay the access adds at each step time `t_s` (run seconds); `who` tells several
+    terminals' draws apart."""
     out = np.zeros(len(t_s))
     if a.extra_rtt_ms_quantiles is not None and len(t_s):
         # One draw per step: the steps are the routing steps (a fixed grid from t = 0).
-        out += _inverse_cdf(a.extra_rtt_ms_quantiles, _uniforms(seed, "access.extra_rtt", len(t_s)))
-    if a.boundary_extra_ms > 0 and len(t_s):
+        out += _inverse_cdf(a.extra_rtt_ms_quantiles, _uniforms(seed, "access.extra_rtt" + who, len(t_s)))
+    if a.boundary_extra_ms and len(t_s):
         since = (t_s - boundary_phase_s(epoch_unix_s)) % PERIOD_S
         cycle = np.floor((t_s - boundary_phase_s(epoch_unix_s)) / PERIOD_S).astype(np.int64)
         cycle -= cycle.min()
-        disturbed = _uniforms(seed, "access.boundary", int(cycle.max()) + 1) < a.boundary_share
-        out += np.where((since < a.boundary_length_s) & disturbed[cycle], a.boundary_extra_ms, 0.0)
+        share = 1.0 if a.boundary_share is None else a.boundary_share
+        disturbed = _uniforms(seed, "access.boundary" + who, int(cycle.max()) + 1) < share
+        out += np.where((since < (a.boundary_length_s or 0.5)) & disturbed[cycle], a.boundary_extra_ms, 0.0)
     return out
 
 
-def rates_bps(a: Access, t_s: np.ndarray, seed: int) -> list[list[int] | None] | None:
+def rates_bps(a: Access, t_s: np.ndarray, seed: int, who: str = "") -> list[list[int] | None] | None:
     """Per step, the dish's [uplink, downlink] capacity in bit/s (None without rate quantiles)."""
     if a.up_mbps_quantiles is None and a.down_mbps_quantiles is None:
         return None
     sec = np.floor(t_s).astype(np.int64)
     n = int(sec.max()) + 1 if len(sec) else 0
     out = []
-    ups = _inverse_cdf(a.up_mbps_quantiles, _uniforms(seed, "access.up", n)) if a.up_mbps_quantiles else None
-    downs = _inverse_cdf(a.down_mbps_quantiles, _uniforms(seed, "access.down", n)) if a.down_mbps_quantiles else None
+    ups = _inverse_cdf(a.up_mbps_quantiles, _uniforms(seed, "access.up" + who, n)) if a.up_mbps_quantiles else None
+    downs = (
+        _inverse_cdf(a.down_mbps_quantiles, _uniforms(seed, "access.down" + who, n)) if a.down_mbps_quantiles else None
+    )
     for s in sec:
         up = ups[s] if ups is not None else None
         down = downs[s] if downs is not None else None
@@ -165,4 +175,23 @@ def apply(a: Access, leo: dict[str, Any], seed: int, epoch_unix_s: float) -> dic
     }
 
 
-__all__ = ["Access", "apply", "boundary_phase_s", "extra_rtt_ms", "load_profile", "profile_names", "rates_bps"]
+def for_terminal(a: Access, g: int, duration_s: float, step_s: float, seed: int, epoch_unix_s: float) -> dict[str, Any]:
+    """A constellation terminal's access (ground node `g`): the one-way extra delay of its ground link
+    at every routing step and its capacity per second, as leoguard-net's `GroundAccess` takes them."""
+    n = int(np.ceil(duration_s / step_s)) + 1
+    t = np.arange(n) * step_s
+    who = f".ground{g}"
+    rates = rates_bps(a, np.arange(int(np.ceil(duration_s)) + 1, dtype=float), seed, who)
+    return {"ground": g, "extra_ms": list(extra_rtt_ms(a, t, seed, epoch_unix_s, who) / 2), "rates_bps": rates}
+
+
+__all__ = [
+    "Access",
+    "apply",
+    "boundary_phase_s",
+    "extra_rtt_ms",
+    "for_terminal",
+    "load_profile",
+    "profile_names",
+    "rates_bps",
+]

@@ -268,6 +268,7 @@ CASES: list[Case] = [
     Case("validate starlink with a dish that is no place", ["validate", "starlink", "p.txt", "--dish", "Nowhereville Xq"], "--dish", {"p.txt": "".join(f"{1694477135.68 + 0.15 * i:.2f}\t{i + 1}\t40.0\n" for i in range(400))}),
     Case("validate starlink with an unknown profile", ["validate", "starlink", "p.txt", "--profile", "mars-1"], "mars-1", {"p.txt": "1694477135.68\t1\t40.1\n1694477135.83\t2\t41.0\n"}),
     Case("validate starlink with an unknown engine", ["validate", "starlink", "--engine", "gpu"], "--engine"),
+    Case("validate starlink with a start that is no time", ["validate", "starlink", "--start", "yesterday"], "--start"),
 ]  # fmt: skip
 
 

@@ -43,7 +43,17 @@ def cli_starlink(
     ] = "fit",
     dish: Annotated[str, typer.Option("--dish", help="The dish's place: a city or 'lat,lon'.")] = "48.43,-123.37",
     pop: Annotated[str, typer.Option("--pop", help="The point of presence (gateway) place.")] = "Seattle",
-    seed: Annotated[int, typer.Option("--seed", min=0, max=2**63 - 1, help="The model's seed.")] = 1,
+    start: Annotated[
+        str | None,
+        typer.Option(
+            "--start",
+            help="Each trace's UTC start (ISO 8601 or Unix seconds), for logs whose clock was not UTC; "
+            "default: as logged (the 15 s schedule's phase comes from it).",
+        ),
+    ] = None,
+    seeds: Annotated[
+        int, typer.Option("--seeds", min=1, max=20, help="The model's seeds 1..N: medians, with their range.")
+    ] = 1,
     emu_window_s: Annotated[
         float, typer.Option("--emu-window-s", min=10, max=3600, help="Seconds of the second half the emulator runs.")
     ] = 120.0,
@@ -77,12 +87,20 @@ def cli_starlink(
             place(v)
         except LeoguardError as e:
             raise LeoguardError(f"{opt} '{v}': {e}") from e
+    start_unix = None
+    if start is not None:
+        from leoguard.orbit import parse_epoch
+
+        try:
+            start_unix = parse_epoch(float(start) if start.replace(".", "", 1).isdigit() else start)
+        except LeoguardError as e:
+            raise LeoguardError(f"--start '{start}': {e}") from e
     engines = {"sim": ["sim"], "emu": ["emu"], "both": ["sim", "emu"]}.get(engine)
     if engines is None:
         raise LeoguardError(f"--engine '{engine}': choose sim, emu or both")
     paths = files or DEFAULT_FILES
     progress = None if as_json else (lambda m: console.print(f"[dim]{m}[/]"))
-    results, record = run(paths, engines, profile, dish, pop, seed, emu_window_s, progress, fit_half)
+    results, record = run(paths, engines, profile, dish, pop, seeds, emu_window_s, progress, fit_half, start_unix)
     obj = {
         "profile": profile,
         "fit": record,
@@ -116,8 +134,12 @@ def cli_starlink(
             t = table("metric", "measured", "model", "error", "target", "met")
             for row in rows:
                 met = {True: "yes", False: "NO", None: "-"}[row["met"]]
-                t.add_row(row["metric"], _fmt(row["measured"]), _fmt(row["modelled"]), _fmt(row["error"]),
-                          _fmt(row["target"]), met)  # fmt: skip
+                model_cell = _fmt(row["modelled"])
+                if row.get("seeds", 1) > 1 and row.get("modelled_min") is not None:
+                    model_cell += f" ({_fmt(row['modelled_min'])}-{_fmt(row['modelled_max'])})"
+                t.add_row(
+                    row["metric"], _fmt(row["measured"]), model_cell, _fmt(row["error"]), _fmt(row["target"]), met
+                )
             half = "first half (fitted)" if e == "sim-fit-half" else "second half"
             console.print(f"[bold]{Path(r.path).name}[/] ({r.kind}), {half}, {e}")
             console.print(t)

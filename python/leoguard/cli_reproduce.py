@@ -67,6 +67,14 @@ def reproduce_satguard(
             "satellite, the default), nearest, or path-aware (both ends jointly, no +Grid detour).",
         ),
     ] = None,
+    starlink_profile: Annotated[
+        str | None,
+        typer.Option(
+            "--starlink-profile",
+            help="Every user terminal gets a measured Starlink access link (a stored profile: mmsys24-seattle; "
+            "docs/realism.md) instead of the paper's 1 Gbit/s ground links and starlink loss model.",
+        ),
+    ] = None,
 ) -> None:
     """SATGUARD's evaluation (§4): SATGUARD, SaTCP, Tambur, M-PEP, LinkGuard and no protection over
     Starlink shell 1 for 8 city pairs; a TCP stream's delay (Fig 12), bulk TCP (Fig 13), web browsing
@@ -82,6 +90,7 @@ def reproduce_satguard(
         r = reproduce(
             "full" if full else "quick", store=store, out=out, pairs=pair, schemes=scheme, workloads=workload,
             workers=workers, executor=executor, ray_address=ray_address, progress=cb, slot_criterion=slot_criterion,
+            starlink_profile=starlink_profile,
         )  # fmt: skip
     if as_json:
         _emit(r.json_rows())
@@ -127,6 +136,14 @@ def reproduce_startcp(
     kernel_bbr: Annotated[
         bool, typer.Option("--kernel-bbr", help="On the emulator, also Linux's BBR (iperf3) as bbr-kernel.")
     ] = False,
+    starlink_profile: Annotated[
+        str | None,
+        typer.Option(
+            "--starlink-profile",
+            help="New York - London with a measured Starlink access link (a stored profile: mmsys24-seattle; "
+            "docs/realism.md) instead of the paper's assumptions.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """StarTCP (papers/startcp.txt): the paper's two-path experiment (Fig 3: 40 Mbit/s, 100 ms RTT, a
@@ -152,9 +169,15 @@ def reproduce_startcp(
         raise LeoguardError(f"--experiment {bad[0]!r}: choose two-path or nyc-lon")
     if engine == "emu" and "nyc-lon" in exps:
         raise LeoguardError("--engine emu: the emulator runs the two-path experiment only (-e two-path)")
+    if starlink_profile is not None:
+        from leoguard.access import load_profile
+
+        load_profile(starlink_profile)
+        if "nyc-lon" not in exps:
+            raise LeoguardError("--starlink-profile: it applies to the Starlink path (-e nyc-lon), not two-path")
     rows: list = []
     if engine != "emu":
-        r = reproduce(exps, duration_s=duration_s, seed=seed)
+        r = reproduce(exps, duration_s=duration_s, seed=seed, starlink_profile=starlink_profile)
         rows = r.rows
         if out is not None:
             from leoguard.reproduce.startcp_study import per_second_figure

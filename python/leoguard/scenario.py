@@ -8,6 +8,7 @@ are node numbers or node names (see each topology's `node_names`).
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -461,21 +462,7 @@ class Scenario(_Model):
         index = {name: i for i, name in enumerate(sat_names)}
         steps = tl.steps
         sats = [[index[n] for n in p[1:-1]] for p in steps["path"].to_list()]
-        access, profile_loss, profile = t.access.resolved() if t.access is not None else (None, None, None)
-        gsl = loss(t.gsl_loss)
-        if profile_loss is not None:
-            if gsl is not None:
-                raise LeoguardError(
-                    f"topology.gsl_loss: the access profile '{profile['name'] if profile else ''}' brings its own "
-                    "fitted loss; remove gsl_loss or the profile"
-                )
-            gsl = dict(profile_loss)
-        if gsl is not None and gsl["model"] == "starlink" and "boundary_offset_s" not in gsl:
-            gsl["boundary_offset_s"] = _boundary_offset(c.epoch_unix_s)
-        if gsl is not None and gsl["model"] == "cycle_profile" and gsl.get("phase_s") is None:
-            from leoguard.access import boundary_phase_s
-
-            gsl["phase_s"] = boundary_phase_s(c.epoch_unix_s)
+        access, gsl, profile = _access_and_gsl_loss(t, loss(t.gsl_loss), c.epoch_unix_s)
         leo = {
             "t_s": steps["t_s"].to_list(),
             "sats": sats,
@@ -512,7 +499,7 @@ class Scenario(_Model):
 
         t = self.topology
         assert isinstance(t, ConstellationTopology)
-        c = Constellation.preset(t.constellation)
+        c = Constellation.preset(t.constellation, epoch=t.epoch)
         places = t.places()
         ground_names = [p.name for p in places]
         hosts = []
@@ -528,13 +515,16 @@ class Scenario(_Model):
                 {"name": h.name, "ground": ground_names.index(g), "rate_bps": round(h.rate_mbps * 1e6),
                  "delay_ms": h.delay_ms}
             )  # fmt: skip
-        gsl = loss(t.gsl_loss)
-        if gsl is not None and gsl["model"] == "starlink" and "boundary_offset_s" not in gsl:
-            gsl["boundary_offset_s"] = _boundary_offset(c.epoch_unix_s)
-        if gsl is not None and gsl["model"] == "cycle_profile" and gsl.get("phase_s") is None:
-            from leoguard.access import boundary_phase_s
+        access, gsl, _ = _access_and_gsl_loss(t, loss(t.gsl_loss), c.epoch_unix_s)
+        terminals = []
+        if access is not None:
+            from leoguard.access import for_terminal
 
-            gsl["phase_s"] = boundary_phase_s(c.epoch_unix_s)
+            terminals = [
+                for_terminal(access, g, self.duration_s, t.step_s, self.seed, c.epoch_unix_s)
+                for g, p in enumerate(places)
+                if p.role == "terminal"
+            ]
         topo = {
             "object": c._core,
             "grounds": [p.as_node() for p in places],
@@ -558,6 +548,8 @@ class Scenario(_Model):
             topo["gsl_downlink_rate_bps"] = round(t.gsl_downlink_rate_mbps * 1e6)
         if t.gsl_pass is not None:
             topo["gsl_pass"] = t.gsl_pass.core()
+        if terminals:
+            topo["access"] = terminals
         sat_names = c.satellites()["sat"].to_list()
         names = ground_names + [h["name"] for h in hosts] + sat_names
         return {
@@ -610,6 +602,29 @@ def _boundary_offset(epoch_unix_s: float) -> int:
     return int((12.0 - epoch_unix_s) % 15.0)
 
 
+def _access_and_gsl_loss(
+    t: LeoPath | ConstellationTopology, gsl: dict[str, Any] | None, epoch_unix_s: float
+) -> tuple[Any, dict[str, Any] | None, dict[str, Any] | None]:
+    """A Starlink topology's access (its profile's fields filled in), its ground links' loss (a profile
+    brings its fitted loss; giving gsl_loss too is an error) with the cycle phased by the epoch, and the
+    profile's record."""
+    access, profile_loss, profile = t.access.resolved() if t.access is not None else (None, None, None)
+    if profile_loss is not None:
+        if gsl is not None:
+            raise LeoguardError(
+                f"topology.gsl_loss: the access profile '{profile['name'] if profile else ''}' brings its own "
+                "fitted loss; remove gsl_loss or the profile"
+            )
+        gsl = dict(profile_loss)
+    if gsl is not None and gsl["model"] == "starlink" and "boundary_offset_s" not in gsl:
+        gsl["boundary_offset_s"] = _boundary_offset(epoch_unix_s)
+    if gsl is not None and gsl["model"] == "cycle_profile" and gsl.get("phase_s") is None:
+        from leoguard.access import boundary_phase_s
+
+        gsl["phase_s"] = boundary_phase_s(epoch_unix_s)
+    return access, gsl, profile
+
+
 def _leo_timeline(t: LeoPath, duration_s: float, seed: int) -> tuple[Any, Any]:
     from leoguard.orbit import Constellation
 
@@ -625,7 +640,9 @@ def _explain(e: ValidationError, source: str) -> LeoguardError:
     lines = []
     for err in e.errors():
         loc = ".".join(str(x) for x in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
+        # Pydantic quotes some inputs in its message (a union's tag): control characters there would
+        # break the one-line error, so they are written as escapes.
+        msg = re.sub(r"[\x00-\x1f\x7f]", lambda m: repr(m.group())[1:-1], err["msg"].removeprefix("Value error, "))
         got = f" (got {shown(err['input'])})" if "input" in err and not isinstance(err["input"], dict) else ""
         lines.append(f"{loc}: {msg}{got}" if loc else f"{msg}{got}")
     return LeoguardError(f"invalid scenario {source}: " + "; ".join(lines))

@@ -255,6 +255,10 @@ class ConstellationTopology(_Model):
     queue_bytes: int | None = Field(default=None, gt=0)
     gsl_loss: Loss | None = None
     isl_loss: Loss | None = None
+    epoch: float | str | None = None
+    """The run's start as UTC (ISO 8601 or Unix seconds): the orbits' epoch and the 15 s schedule's phase."""
+    access: Access | None = None
+    """Every user terminal's measured access link (each its own draws; leoguard.access, docs/realism.md)."""
 
     @model_validator(mode="after")
     def _some_ground(self) -> ConstellationTopology:

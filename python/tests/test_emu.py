@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from leoguard import _core
@@ -108,6 +109,12 @@ def test_ping_rtt_loss_and_order_follow_the_engine():
     med = r.pings["rtt_ms"].median()
     assert len(r.pings) > 100
     assert abs(med - engine_rtt) < 0.5, (med, engine_rtt)
+    # Each reply's send time in model time (ping -D): inside the run, in order, at least ping's 20 ms
+    # apart (ping paces itself by its own timer, a few ms later than asked at this rate).
+    sent = r.pings["sent_s"].to_numpy()
+    assert r.pings["sent_s"].null_count() == 0 and 0.0 < sent[0] < 2.0 and sent[-1] < sc.duration_s
+    gaps = np.diff(sent) / np.diff(r.pings["seq"].to_numpy())
+    assert 0.019 < float(np.median(gaps)) < 0.030, np.median(gaps)
     lossy = r.links.filter((r.links["from_node"] == 1) & (r.links["to_node"] == 2)).row(0, named=True)
     lo, hi = _binomial_99(lossy["offered"], 0.02)
     assert lo <= lossy["drops_loss"] / lossy["offered"] <= hi, lossy
@@ -382,6 +389,31 @@ def test_a_measured_access_profile_shapes_the_emulated_leo_path_as_the_simulated
     emu_g = emulate(bulk).flows.row(0, named=True)["goodput_bps"] / 1e6
     sim_g = simulate(bulk).flows.row(0, named=True)["goodput_bps"] / 1e6
     assert 6.5 < emu_g <= 8.0 and 6.5 < sim_g <= 8.0, (emu_g, sim_g)
+    assert _leftovers() == []
+
+
+def test_a_constellation_terminal_gets_its_measured_access_link_on_the_emulator():
+    """The access on a whole constellation's user terminal (issue 29), on the emulator: kernel CUBIC from a
+    server behind the London gateway to New York gets the dish's 5 Mbit/s, not the 100 Mbit/s links."""
+    _require_root()
+    sc = from_dict(
+        {
+            "name": "emu-const-access", "duration_s": 12.0, "seed": 1,
+            "topology": {
+                "kind": "constellation", "constellation": "starlink-shell1", "ground": ["New York", "London"],
+                "ground_stations": ["London"], "hosts": [{"name": "server", "ground": "London"}],
+                "policy": "global-schedule", "step_s": 0.1, "interruption": "none", "gsl_rate_mbps": 100,
+                "isl_rate_mbps": 1000, "queue_bytes": 300_000, "epoch": "2023-09-12T01:26:04Z",
+                "access": {"extra_rtt_ms_quantiles": [20.0, 20.0], "down_mbps_quantiles": [5.0, 5.0],
+                           "up_mbps_quantiles": [5.0, 5.0]},
+            },
+            "flows": [{"kind": "tcp", "src": "server", "dst": "New York", "cc": "cubic"}],
+        }
+    )  # fmt: skip
+    r = emulate(sc)
+    g = r.flows.row(0, named=True)["goodput_bps"] / 1e6
+    assert 3.8 < g <= 5.0, g
+    assert r.emulator["realtime_ok"] and r.emulator["drops_unexplained"] == 0
     assert _leftovers() == []
 
 

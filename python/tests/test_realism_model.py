@@ -137,3 +137,53 @@ def test_a_bad_trace_is_one_line_and_writes_nothing(tmp_path):
     assert p.returncode == 2, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and "bad.txt:1: field 'format'" in p.stderr, p.stderr
     assert not out.exists()
+
+
+def test_a_profile_survives_the_scenario_written_out_and_read_back():
+    """The emulator's data plane reads the scenario back from JSON: the access must still be the profile's
+    (an explicit None or default written out once replaced every profile field: no access at all)."""
+    sc = _leo(5, {"profile": "mmsys24-seattle"}, CBR)
+    back = type(sc).model_validate_json(sc.model_dump_json())
+    a, b = sc.to_core()["leo"], back.to_core()["leo"]
+    assert a["hop_delays_ms"] == b["hop_delays_ms"] and a["gsl_rates_a_bps"] == b["gsl_rates_a_bps"]
+    assert a["gsl_loss"] == b["gsl_loss"] and a["gsl_loss"]["model"] == "cycle_profile"
+    bare = _leo(5, None, CBR).to_core()["leo"]
+    assert a["hop_delays_ms"][0][0] > bare["hop_delays_ms"][0][0] + 4.0
+
+
+def test_a_constellation_terminal_gets_its_access_link():
+    """The access on a whole constellation's user terminal (New York; London is a gateway): 20 ms more
+    round trip and a 5 Mbit/s dish, the gateway untouched; each terminal draws its own."""
+
+    def sc(access, flows):
+        topo = {
+            "kind": "constellation", "constellation": "starlink-shell1", "ground": ["New York", "London"],
+            "ground_stations": ["London"], "hosts": [{"name": "server", "ground": "London"}],
+            "policy": "global-schedule", "step_s": 0.1, "interruption": "none", "gsl_rate_mbps": 100,
+            "isl_rate_mbps": 1000, "queue_bytes": 300_000, "epoch": "2023-09-12T01:26:04Z",
+        }  # fmt: skip
+        if access:
+            topo["access"] = access
+        return from_dict({"name": "c", "duration_s": 15.0, "seed": 1, "topology": topo, "flows": flows})
+
+    acc = {"extra_rtt_ms_quantiles": [20.0, 20.0], "down_mbps_quantiles": [5.0, 5.0], "up_mbps_quantiles": [5.0, 5.0]}
+    probe = [{"kind": "cbr", "src": "server", "dst": "New York", "rate_mbps": 0.1, "size": 200}]
+    with_access, bare = (simulate(sc(a, probe)).flows.row(0, named=True)["owd_ms_p50"] for a in (acc, None))
+    assert 9.5 < with_access - bare < 10.5, (with_access, bare)
+    bulk = [{"kind": "tcp", "src": "server", "dst": "New York", "cc": "cubic"}]
+    g = simulate(sc(acc, bulk)).flows.row(0, named=True)["goodput_bps"] / 1e6
+    assert 4.0 < g <= 5.0, g
+    core = sc(acc, probe).to_core()["constellation"]
+    assert [x["ground"] for x in core["access"]] == [0], "the gateway has no dish"
+
+
+def test_start_moves_a_trace_on_the_utc_clock():
+    """--start: a log whose clock was not UTC is placed at the given start; the 15 s cycle follows the
+    clock, so moving the ping log by 7.5 s moves its disturbance by 15 half seconds."""
+    from leoguard.realism import stats
+    from leoguard.realism.traces import read_trace
+    from leoguard.realism.validate import shifted
+
+    tr = read_trace(DATA / "ping-seattle-noisl-2023-09-11.txt").halves()[0]
+    assert stats.summarise(tr)["disturbance"]["bin"] == 0
+    assert stats.summarise(shifted(tr, tr.start + 7.5))["disturbance"]["bin"] == 15

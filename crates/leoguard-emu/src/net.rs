@@ -163,6 +163,7 @@ mod tests {
             queue: QueueLimit::Packets(100),
             gsl_loss: LossSpec::None,
             isl_loss: LossSpec::None,
+            access: Vec::new(),
         };
         let mut net = EmuNet::new(topo.node_count(), 1);
         let info = topo.install(&mut net, &[0, 1]).expect("valid");

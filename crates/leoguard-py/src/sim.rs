@@ -3,6 +3,7 @@
 
 use crate::{get, ground, need, options, LeoguardError, Node, PyConstellation};
 use leoguard_core::{Bps, Duration, Instant};
+use leoguard_net::topo::access::GroundAccess;
 use leoguard_net::RateSchedule;
 use leoguard_proto::satguard::hop::HopSenderStats;
 use leoguard_sim::capture::CaptureSpec;
@@ -427,6 +428,37 @@ fn leo_path(d: &Bound<'_, PyDict>) -> PyResult<LeoPath> {
     })
 }
 
+/// Measured access links of ground terminals (issue 29): `access` = [{"ground": i, "extra_ms": [...]
+/// (one-way, per routing step), "rates_bps": [[up, down], ...] (per second) or null}, ...].
+fn ground_access(d: &Bound<'_, PyDict>) -> PyResult<Vec<Option<GroundAccess>>> {
+    let mut out: Vec<Option<GroundAccess>> = Vec::new();
+    for (i, item) in get::<Bound<'_, PyList>>(d, "access")?.into_iter().flatten().enumerate() {
+        let e: Bound<'_, PyDict> = item
+            .downcast_into()
+            .map_err(|_| LeoguardError::new_err(format!("topology.access[{i}] must be a table")))?;
+        let g: usize = need(&e, "ground")?;
+        let extra_ms: Vec<f64> = get(&e, "extra_ms")?.unwrap_or_default();
+        let extra = extra_ms
+            .into_iter()
+            .map(|ms| secs(&format!("topology.access[{i}].extra_ms"), ms / 1e3))
+            .collect::<PyResult<Vec<_>>>()?;
+        let rates: Vec<Vec<u64>> = get(&e, "rates_bps")?.unwrap_or_default();
+        let rates = rates
+            .into_iter()
+            .enumerate()
+            .map(|(s, r)| match r[..] {
+                [u, d] => Ok((u, d)),
+                _ => Err(LeoguardError::new_err(format!("topology.access[{i}].rates_bps[{s}] must be [up, down]"))),
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        if out.len() <= g {
+            out.resize(g + 1, None);
+        }
+        out[g] = Some(GroundAccess { extra, rates: rates.into_iter().map(|(u, d)| (Bps(u), Bps(d))).collect() });
+    }
+    Ok(out)
+}
+
 fn constellation(d: &Bound<'_, PyDict>, duration_s: f64) -> PyResult<ConstellationTopo> {
     let obj = d.get_item("object")?.ok_or_else(|| LeoguardError::new_err("missing field constellation.object"))?;
     let c: PyRef<'_, PyConstellation> = obj
@@ -484,6 +516,7 @@ fn constellation(d: &Bound<'_, PyDict>, duration_s: f64) -> PyResult<Constellati
         queue,
         gsl_loss: loss(get(d, "gsl_loss")?, "topology.gsl_loss")?,
         isl_loss: loss(get(d, "isl_loss")?, "topology.isl_loss")?,
+        access: ground_access(d)?,
     })
 }
 

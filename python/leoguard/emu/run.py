@@ -395,6 +395,8 @@ def emulate(
         if "error" in emu:
             raise LeoguardError(f"the emulator's data plane failed: {emu['error']}")
         emu["t0_ns"] = t0
+        # CLOCK_REALTIME at model time 0 (ping -D stamps its replies with the wall clock).
+        emu["t0_realtime_ns"] = time.time_ns() - (time.monotonic_ns() - t0)
         emu["cpu_latency_held"] = low_latency
         # What the hosts' kernels dropped outside the data plane is counted too, by cause.
         for cause, n in {**lab.device_drops(), "host_backlog": softnet_drops() - backlog0}.items():
@@ -626,7 +628,9 @@ def _start_clients(
         procs.append((f"client{i}", _Proc(lab, src, args, wdir, f"client{i}", realtime=f.kind == "cbr")))
         if scenario.emu.ping_interval_ms is not None:
             count = max(1, int(run_s * 1000 / scenario.emu.ping_interval_ms))
-            ping = ["ping", "-6", "-n", "-i", f"{scenario.emu.ping_interval_ms / 1000:.3f}", "-c", str(count)]
+            # -D: each reply line starts with its wall-clock time, so each probe's send time is known in
+            # model time (the reply's time less its RTT), not only its order.
+            ping = ["ping", "-6", "-n", "-D", "-i", f"{scenario.emu.ping_interval_ms / 1000:.3f}", "-c", str(count)]
             if f.delay_sensitive:
                 ping += ["-Q", str(TC_EF)]
             procs.append((f"ping{i}", _Proc(lab, src, [*ping, v6_addr(dst)], wdir, f"ping{i}")))
@@ -731,7 +735,11 @@ def _results(
                 if "time=" in ln and "icmp_seq=" in ln:
                     seq = int(ln.split("icmp_seq=")[1].split()[0])
                     rtt = float(ln.split("time=")[1].split()[0])
-                    pings.append({"flow": i, "seq": seq, "rtt_ms": rtt})
+                    sent = None
+                    if ln.startswith("[") and "t0_realtime_ns" in emu:
+                        # The reply's wall-clock time less its RTT, in model seconds.
+                        sent = float(ln[1 : ln.index("]")]) - emu["t0_realtime_ns"] / 1e9 - rtt / 1e3
+                    pings.append({"flow": i, "seq": seq, "rtt_ms": rtt, "sent_s": sent})
     flows = pl.DataFrame(
         rows,
         schema_overrides={
@@ -748,7 +756,9 @@ def _results(
             pl.Series("to_name", [name(i) for i in links["to_node"]], dtype=pl.Utf8),
             (pl.col("drops_loss") / pl.col("offered").clip(lower_bound=1)).alias("realised_loss"),
         )
-    pings_df = pl.DataFrame(pings, schema={"flow": pl.Int64, "seq": pl.Int64, "rtt_ms": pl.Float64})
+    pings_df = pl.DataFrame(
+        pings, schema={"flow": pl.Int64, "seq": pl.Int64, "rtt_ms": pl.Float64, "sent_s": pl.Float64}
+    )
     packets_df = pl.DataFrame(
         packets,
         schema={"flow": pl.UInt32, "seq": pl.UInt64, "sent_ns": pl.Int64, "received_ns": pl.Int64},

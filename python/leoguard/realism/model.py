@@ -158,15 +158,18 @@ def model_rtt(
     r = emulate(sc)
     if not r.emulator.get("realtime_ok", True):
         raise LeoguardError("the emulated validation run did not keep real time: its delays are not the model's")
-    pings = r.pings
-    spacing = sc.emu.ping_interval_ms / 1e3 if sc.emu.ping_interval_ms else 0.15
-    if len(pings) == 0:
-        raise LeoguardError("the emulated validation run got no ping replies")
-    n = int(pings["seq"].max()) + 1
+    pings = r.pings.filter(r.pings["sent_s"].is_not_null())
+    if len(pings) < 2:
+        raise LeoguardError("the emulated validation run got too few ping replies with send times")
+    # ping numbers its probes from 1.
+    n = int(r.pings["seq"].max())
     rtt = np.full(n, np.nan)
-    seq = pings["seq"].to_numpy().astype(np.int64)
+    seq = pings["seq"].to_numpy().astype(np.int64) - 1
     rtt[seq] = pings["rtt_ms"].to_numpy()
-    t = tr.start + np.arange(n) * spacing
+    # Send times in model time from ping -D; a lost probe's between its neighbours' (ping paces itself
+    # on its own clock, so seq x interval drifts from the model's t = 0 and from the model's cycle).
+    order = np.argsort(seq)
+    t = tr.start + np.interp(np.arange(n), seq[order].astype(float), pings["sent_s"].to_numpy()[order])
     return RttTrace(
         source=f"model: emulator (ping), seed {seed}", fmt="model", t=t, rtt_ms=rtt, up_ms=None, down_ms=None
     )

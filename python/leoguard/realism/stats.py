@@ -414,6 +414,9 @@ def to_markdown(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         met = "" if r.get("met") is None else _cell(r["met"])
         cells = [_cell(r.get(c)) for c in cols[:-1]] + [met]
+        if r.get("seeds", 1) > 1 and r.get("modelled_min") is not None:
+            # Several seeds: the median, then the seeds' range.
+            cells[2] += f" ({_cell(r['modelled_min'])}-{_cell(r['modelled_max'])})"
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 

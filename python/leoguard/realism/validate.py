@@ -62,20 +62,67 @@ def profile_for(
     return a, p
 
 
+def shifted(tr: RttTrace | ThroughputTrace, start_unix: float | None) -> RttTrace | ThroughputTrace:
+    """`tr` moved in time so that it starts at `start_unix` (UTC; None: as logged): for a trace whose
+    clock was not UTC, since the 15 s schedule's phase comes from the UTC clock."""
+    import dataclasses
+
+    if start_unix is None:
+        return tr
+    d = start_unix - tr.start
+    if isinstance(tr, RttTrace):
+        return dataclasses.replace(tr, t=tr.t + d)
+    return dataclasses.replace(tr, t_start=tr.t_start + d, t_end=tr.t_end + d)
+
+
+def merge(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """One summary from several seeds' summaries: the median of every number, element by element for
+    lists, field by field for nested dicts (the disturbance's bin: the most common one)."""
+    import statistics
+
+    first = summaries[0]
+    out: dict[str, Any] = {}
+    for k, v in first.items():
+        vals = [s.get(k) for s in summaries]
+        if isinstance(v, dict):
+            out[k] = merge([x for x in vals if isinstance(x, dict)])
+        elif k == "bin":
+            known = [x for x in vals if x is not None]
+            out[k] = statistics.mode(known) if known else None
+        elif isinstance(v, bool) or not isinstance(v, int | float | list):
+            out[k] = v
+        elif isinstance(v, list):
+            rows = [x for x in vals if isinstance(x, list) and len(x) == len(v)]
+            out[k] = [_median([r[i] for r in rows]) for i in range(len(v))]
+        else:
+            out[k] = _median(vals)
+    return out
+
+
+def _median(v: list[Any]) -> Any:
+    import statistics
+
+    nums = [x for x in v if isinstance(x, int | float) and not isinstance(x, bool)]
+    return statistics.median(nums) if nums else None
+
+
 def run(
     files: list[Path],
     engines: list[str],
     profile: str = "fit",
     dish: str = model.DISH,
     pop: str = model.POP,
-    seed: int = 1,
+    seeds: int = 1,
     emu_window_s: float = 120.0,
     progress: Callable[[str], None] | None = None,
     fit_half: bool = False,
+    start_unix: float | None = None,
 ) -> tuple[list[TraceResult], dict[str, Any] | None]:
     """Reads, fits, models and compares; a failed model run is a named hole, not the end. `fit_half`:
-    the simulator also models the first half (the one a `fit` profile was fitted on), as `sim-fit-half`."""
-    traces = [read_trace(f) for f in files]
+    the simulator also models the first half (the one a `fit` profile was fitted on), as `sim-fit-half`.
+    With `seeds` > 1 the model runs seeds 1..N (the measurement is one run): each metric's model value is
+    the median over seeds, and each row carries the seeds' range (`modelled_min`, `modelled_max`)."""
+    traces = [shifted(read_trace(f), start_unix) for f in files]
     access, record = profile_for(traces, profile, dish, pop)
     fitted_loss = record.get("gsl_loss") if record is not None and profile == "fit" else None
     out = []
@@ -89,22 +136,34 @@ def run(
             runs.append(("sim-fit-half", first))
         for label, window in runs:
             engine = "emu" if label == "emu" else "sim"
-            if progress:
-                progress(f"{f.name}: {label}, {window.end - window.start:.0f} s")
-            try:
-                # A fitted profile's loss travels as the path's gsl_loss (a stored one brings its own).
-                m: RttTrace | ThroughputTrace
-                if isinstance(window, RttTrace):
-                    m = model.model_rtt(window, dish, pop, seed, access, engine, gsl_loss=fitted_loss)  # type: ignore[arg-type]
-                else:
-                    m = model.model_throughput(window, dish, pop, seed, access, engine, gsl_loss=fitted_loss)  # type: ignore[arg-type]
-            except LeoguardError as e:
-                res.errors[label] = str(e)
+            per_seed = []
+            for seed in range(1, seeds + 1):
+                if progress:
+                    progress(f"{f.name}: {label}, {window.end - window.start:.0f} s, seed {seed}")
+                try:
+                    # A fitted profile's loss travels as the path's gsl_loss (a stored one brings its own).
+                    m: RttTrace | ThroughputTrace
+                    if isinstance(window, RttTrace):
+                        m = model.model_rtt(window, dish, pop, seed, access, engine, gsl_loss=fitted_loss)  # type: ignore[arg-type]
+                    else:
+                        m = model.model_throughput(window, dish, pop, seed, access, engine, gsl_loss=fitted_loss)  # type: ignore[arg-type]
+                except LeoguardError as e:
+                    res.errors[label] = f"seed {seed}: {e}"
+                    continue
+                per_seed.append(stats.summarise(m))
+            if not per_seed:
                 continue
             meas = res.measured if label == "sim" else stats.summarise(window)
             if label != "sim":
                 res.measured_windows[label] = meas
-            res.modelled[label] = stats.summarise(m)
-            res.rows[label] = stats.compare(meas, res.modelled[label])
+            res.modelled[label] = merge(per_seed)
+            rows = stats.compare(meas, res.modelled[label])
+            each = [stats.compare(meas, s) for s in per_seed]
+            for i, row in enumerate(rows):
+                vals = [e[i]["modelled"] for e in each if isinstance(e[i]["modelled"], int | float)]
+                row["modelled_min"] = min(vals) if vals else None
+                row["modelled_max"] = max(vals) if vals else None
+                row["seeds"] = len(per_seed)
+            res.rows[label] = rows
         out.append(res)
     return out, record

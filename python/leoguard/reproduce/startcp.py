@@ -57,13 +57,24 @@ def two_path(scheme: str, duration_s: float = 62.0, seed: int = 1, startcp: dict
     return from_dict(d)
 
 
-def nyc_lon(scheme: str, duration_s: float = 62.0, seed: int = 1, startcp: dict | None = None) -> Scenario:
-    """Starlink shell 1 New York - London (global schedule, random 30-200 ms interruptions), 40 Mbit/s."""
+def nyc_lon(
+    scheme: str,
+    duration_s: float = 62.0,
+    seed: int = 1,
+    startcp: dict | None = None,
+    starlink_profile: str | None = None,
+) -> Scenario:
+    """Starlink shell 1 New York - London (global schedule, random 30-200 ms interruptions), 40 Mbit/s;
+    with `starlink_profile`, New York's access link is that measured profile's (leoguard.access: access
+    latency, a disturbance at every 15 s boundary, the dish's capacity, its fitted loss)."""
+    topo: dict[str, Any] = {"kind": "leo-path", "a": "NYC", "b": "LON", "rate_mbps": 40, "interruption": "uniform"}
+    if starlink_profile is not None:
+        topo["access"] = {"profile": starlink_profile}
     d: dict[str, Any] = {
         "name": f"startcp-nyc-lon-{scheme}",
         "duration_s": duration_s,
         "seed": seed,
-        "topology": {"kind": "leo-path", "a": "NYC", "b": "LON", "rate_mbps": 40, "interruption": "uniform"},
+        "topology": topo,
         "flows": [{"kind": "tcp", "src": "NYC", "dst": "LON", "cc": scheme}],
     }
     if scheme == "startcp":
@@ -139,24 +150,30 @@ def reproduce(
     duration_s: float = 62.0,
     seed: int = 1,
     learnt: bool = True,
+    starlink_profile: str | None = None,
 ) -> StartcpReproduction:
-    """Runs the experiments in the simulator and collects one row per handover."""
+    """Runs the experiments in the simulator and collects one row per handover; `starlink_profile` gives
+    the New York - London path a measured access link (the two-path experiment is not a Starlink path)."""
     from leoguard.sections import STARTCP_WEIGHTS
 
     out = StartcpReproduction()
     variants: list[tuple[str, str, dict | None]] = [("bbr", "bbr", None), ("startcp", "startcp", None)]
     if learnt and STARTCP_WEIGHTS.exists():
         variants.append(("startcp-learnt", "startcp", {"policy": "learnt"}))
-    build = {"two-path": two_path, "nyc-lon": nyc_lon}
     for exp in experiments:
-        if exp not in build:
+        if exp not in ("two-path", "nyc-lon"):
             raise ValueError(f"unknown experiment {exp!r}: two-path or nyc-lon")
         vs = list(variants)
         if exp == "nyc-lon":
             # SaTCP is told of each handover 0.5 s ahead by the link layer (the leo-path's schedule).
             vs[1:1] = [("cubic", "cubic", None), ("satcp", "satcp", None)]
         for name, cc, st in vs:
-            r = simulate(build[exp](cc, duration_s, seed, st))
+            sc = (
+                nyc_lon(cc, duration_s, seed, st, starlink_profile)
+                if exp == "nyc-lon"
+                else two_path(cc, duration_s, seed, st)
+            )
+            r = simulate(sc)
             out.runs[(exp, name)] = r
             out.rows.extend(rows_of(r, exp, name))
     return out

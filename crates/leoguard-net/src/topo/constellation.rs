@@ -13,6 +13,7 @@
 //!
 //! Node numbering: ground nodes `0..G`, hosts `G..G+H`, satellite `s` is node `G + H + s`.
 
+use super::access::GroundAccess;
 use super::{Control, Driver, NetBuilder};
 use crate::link::{LinkId, NodeId, QueueLimit};
 use crate::loss::{LossError, LossSpec};
@@ -130,6 +131,8 @@ pub struct ConstellationTopo {
     pub gsl_loss: LossSpec,
     /// Loss on ISLs.
     pub isl_loss: LossSpec,
+    /// Measured access links of ground terminals, by ground node (missing or `None`: none).
+    pub access: Vec<Option<GroundAccess>>,
 }
 
 /// A ground-satellite link's capacity over a pass (the time one satellite serves a ground node
@@ -286,6 +289,18 @@ impl ConstellationTopo {
         }
         self.gsl_loss.validate().map_err(|source| TopoError::Loss { field: "gsl_loss", source })?;
         self.isl_loss.validate().map_err(|source| TopoError::Loss { field: "isl_loss", source })?;
+        if self.access.len() > self.grounds.len() {
+            return Err(TopoError::Invalid { field: "access", reason: "more entries than ground nodes".into() });
+        }
+        for a in self.access.iter().flatten() {
+            if !a.rates.is_empty() && self.gsl_pass.is_some() {
+                return Err(TopoError::Invalid {
+                    field: "access",
+                    reason: "a terminal's measured capacity and gsl_pass both set the GSL rates: give one".into(),
+                });
+            }
+            a.validate(super::MAX_LINK_RATE).map_err(|reason| TopoError::Invalid { field: "access", reason })?;
+        }
         self.options.steps()?;
         Ok(())
     }
@@ -376,6 +391,11 @@ impl ConstellationTopo {
         if let Some(p) = &self.gsl_pass {
             self.schedule_pass_rates(sim, p, &per_ground, &gsl);
         }
+        for (g, a) in self.access.iter().enumerate() {
+            if let (Some(a), Some(slots)) = (a, per_ground.get(g)) {
+                a.schedule_rates(sim, g as u32, slots, &gsl);
+            }
+        }
         // Hosts: a terrestrial link pair to their ground node, routed statically.
         let mut host_links = Vec::with_capacity(h_count);
         for (i, h) in self.hosts.iter().enumerate() {
@@ -409,6 +429,7 @@ impl ConstellationTopo {
             serving: vec![None; g_count],
             isl_links,
             isl_up: vec![true; c.isls().len()],
+            access: self.access.clone(),
             gsl,
             dests,
             last: Vec::new(),
@@ -627,6 +648,7 @@ struct ConstellationDriver {
     serving: Vec<Option<u32>>,
     isl_links: Vec<(LinkId, LinkId)>,
     isl_up: Vec<bool>,
+    access: Vec<Option<GroundAccess>>,
     gsl: BTreeMap<(u32, u32), (LinkId, LinkId)>,
     dests: Vec<u32>,
     /// Routes last emitted per destination (index into `dests`), per node.
@@ -763,7 +785,10 @@ impl Driver for ConstellationDriver {
             self.serving[g] = self.serving_at(g, t);
             if let Some(sat) = self.serving[g] {
                 if let Some(&(up, down)) = self.gsl.get(&(g as u32, sat)) {
-                    let d = delay(distance(self.grounds[g], self.pos[sat as usize]));
+                    let mut d = delay(distance(self.grounds[g], self.pos[sat as usize]));
+                    if let Some(Some(a)) = self.access.get(g) {
+                        d = d + a.extra_at(self.k);
+                    }
                     out.extend([Control::Delay { link: up, delay: d }, Control::Delay { link: down, delay: d }]);
                 }
             }

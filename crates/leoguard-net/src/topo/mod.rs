@@ -3,6 +3,7 @@
 //! [`NetBuilder`], which the simulator and the emulator implement; time-varying parts are scheduled
 //! [`Control`]s or a [`Driver`] that computes them as the run goes.
 
+pub mod access;
 pub mod constellation;
 pub mod leo;
 

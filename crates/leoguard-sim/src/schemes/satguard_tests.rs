@@ -45,6 +45,7 @@ fn nyc_lon(satguard: Option<SatguardOptions>, loss: f64) -> Scenario {
         queue: QueueLimit::Bytes(4_000_000),
         gsl_loss: if loss > 0.0 { LossSpec::Bernoulli { p: loss } } else { LossSpec::None },
         isl_loss: LossSpec::None,
+        access: Vec::new(),
     };
     let probe = |src, dst| FlowSpec {
         src,

@@ -41,6 +41,7 @@ fn topo(policy: Policy, interruption: InterruptionModel) -> ConstellationTopo {
         queue: QueueLimit::Packets(1000),
         gsl_loss: LossSpec::None,
         isl_loss: LossSpec::None,
+        access: Vec::new(),
     }
 }
 

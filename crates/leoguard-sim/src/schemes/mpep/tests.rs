@@ -221,6 +221,7 @@ fn nyc_lon(secs: u64, policy: leoguard_orbit::Policy, mpep: Option<MpepOptions>)
         queue: QueueLimit::Bytes(4_000_000),
         gsl_loss: LossSpec::Starlink { boundary_offset_s: 7, outages: vec![] },
         isl_loss: LossSpec::None,
+        access: Vec::new(),
     };
     let tcp = |bytes, start| FlowSpec {
         src: 2,

@@ -41,6 +41,7 @@ fn nyc_lon(secs: u64, flows: Vec<FlowSpec>, mpep: Option<MpepOptions>) -> Scenar
         queue: QueueLimit::Bytes(4_000_000),
         gsl_loss: LossSpec::None,
         isl_loss: LossSpec::None,
+        access: Vec::new(),
     };
     Scenario {
         nodes: topo.node_count() as u32,
