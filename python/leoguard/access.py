@@ -1,9 +1,10 @@
-"""A measured access link on a leo-path (issue 29, docs/realism.md): what a real Starlink dish's link
-adds to the constellation's propagation, as fitted on a measurement.
+"""A measured access link on a Starlink topology (issue 29, docs/realism.md): what a real dish's link
+adds to the constellation's propagation, as fitted on a measurement. A leo-path applies it to end `a`
+(the dish, the only end a dish measurement sees), a constellation to every user terminal (each with
+its own draws; gateways and hosts untouched).
 
 Three mechanisms, each a function of the run's seed and the time only (common random numbers: the
-same lossy and delayed instants whatever the traffic, the scheme or the engine), all applied to end
-`a` of the path (the dish), the only end a dish measurement sees:
+same lossy and delayed instants whatever the traffic, the scheme or the engine):
 
 * **Access latency** beyond propagation (scheduling on the shared beam, gateway-to-PoP backhaul): at
   every routing step the round trip gets an extra delay drawn from `extra_rtt_ms_quantiles` (an
