@@ -31,15 +31,35 @@ impl Drop for Serve {
     }
 }
 
-fn serve(port: u16) -> Serve {
-    let child = exe()
-        .args(["leotp-serve", "--bind", &format!("127.0.0.1:{port}"), "--bytes", &N.to_string(), "--timeout", "120"])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("leotp-serve starts");
-    // Its socket is bound within milliseconds; an Interest sent before that is lost and resent.
-    thread::sleep(Duration::from_millis(200));
-    Serve(child)
+/// A producer on a free port, and the port. The port is free when chosen but only bound when the
+/// producer starts: another test running beside this one (a fetch, a relay) may take it first, and the
+/// producer then exits at once (bind fails). So a producer that is gone after its start-up is started
+/// again on another port.
+fn serve() -> (Serve, u16) {
+    for _ in 0..10 {
+        let port = free_port();
+        let child = exe()
+            .args([
+                "leotp-serve",
+                "--bind",
+                &format!("127.0.0.1:{port}"),
+                "--bytes",
+                &N.to_string(),
+                "--timeout",
+                "120",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("leotp-serve starts");
+        // Its socket is bound within milliseconds; an Interest sent before that is lost and resent.
+        thread::sleep(Duration::from_millis(200));
+        let mut s = Serve(child);
+        if s.0.try_wait().expect("leotp-serve's status").is_none() {
+            return (s, port);
+        }
+    }
+    panic!("leotp-serve could not bind a free port in 10 tries");
 }
 
 fn fetch(to: SocketAddr, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
@@ -65,8 +85,7 @@ fn check_exactly_once(v: &serde_json::Value) {
 
 #[test]
 fn five_megabytes_arrive_exactly_once() {
-    let port = free_port();
-    let _p = serve(port);
+    let (_p, port) = serve();
     let to: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
     let (rc, v, err) = fetch(to, &["--bytes", "5M", "--timeout", "60"]);
     assert_eq!(rc, Some(0), "{err}\n{v}");
@@ -141,8 +160,7 @@ impl Relay {
 
 #[test]
 fn five_megabytes_arrive_through_one_percent_loss() {
-    let port = free_port();
-    let _p = serve(port);
+    let (_p, port) = serve();
     let relay = Relay::start(format!("127.0.0.1:{port}").parse().expect("addr"), 10);
     let (rc, v, err) = fetch(relay.addr, &["--bytes", "5M", "--timeout", "90"]);
     let dropped = relay.finish();
