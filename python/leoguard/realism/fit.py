@@ -59,7 +59,7 @@ def fit_rtt(tr: RttTrace, dish: str, pop: str) -> dict[str, Any]:
     pt, prtt = propagation_rtt_ms(dish, pop, tr.start, float(tr.end - tr.start) + 1.0)
     prop = np.interp(t_rel, pt, prtt)
     length = float(s["disturbance"]["length_s"])
-    pos = (tr.t - 12.0) % PERIOD_S
+    pos = stats.cycle_position(tr.t)
     peak_start = 0.5 * int(s["disturbance"]["bin"])
     in_disturbance = ((pos - peak_start) % PERIOD_S) < length
     ok = ~np.isnan(tr.rtt_ms) & ~in_disturbance

@@ -17,6 +17,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from leoguard.access import BOUNDARY_S, PERIOD_S  # the schedule's one definition
 from leoguard.errors import LeoguardError
 from leoguard.realism.traces import RttTrace, ThroughputTrace
 
@@ -40,8 +41,6 @@ __all__ = [
     "to_markdown",
 ]
 
-PERIOD_S = 15.0  # Starlink's satellite reassignment period
-BOUNDARY_S = 12.0  # reassignments happen at seconds 12/27/42/57 of the UTC minute
 BIN_S = 0.5
 
 

@@ -37,6 +37,21 @@ impl GroundAccess {
         Ok(())
     }
 
+    /// Checks a topology's access links: at most one per ground node (`grounds`), each valid, and no
+    /// measured capacity where a pass profile (`gsl_pass`) also sets the ground links' rates.
+    pub fn check_all(access: &[Option<GroundAccess>], grounds: usize, gsl_pass: bool) -> Result<(), String> {
+        if access.len() > grounds {
+            return Err("more entries than ground nodes".into());
+        }
+        for a in access.iter().flatten() {
+            if !a.rates.is_empty() && gsl_pass {
+                return Err("a terminal's measured capacity and gsl_pass both set the GSL rates: give one".into());
+            }
+            a.validate(super::MAX_LINK_RATE)?;
+        }
+        Ok(())
+    }
+
     /// Schedules the capacity of each second on the ground links of the slots that serve the terminal
     /// then (a handover moves it to the new satellite's links from the slot's start).
     pub fn schedule_rates(

@@ -289,18 +289,8 @@ impl ConstellationTopo {
         }
         self.gsl_loss.validate().map_err(|source| TopoError::Loss { field: "gsl_loss", source })?;
         self.isl_loss.validate().map_err(|source| TopoError::Loss { field: "isl_loss", source })?;
-        if self.access.len() > self.grounds.len() {
-            return Err(TopoError::Invalid { field: "access", reason: "more entries than ground nodes".into() });
-        }
-        for a in self.access.iter().flatten() {
-            if !a.rates.is_empty() && self.gsl_pass.is_some() {
-                return Err(TopoError::Invalid {
-                    field: "access",
-                    reason: "a terminal's measured capacity and gsl_pass both set the GSL rates: give one".into(),
-                });
-            }
-            a.validate(super::MAX_LINK_RATE).map_err(|reason| TopoError::Invalid { field: "access", reason })?;
-        }
+        GroundAccess::check_all(&self.access, self.grounds.len(), self.gsl_pass.is_some())
+            .map_err(|reason| TopoError::Invalid { field: "access", reason })?;
         self.options.steps()?;
         Ok(())
     }
