@@ -253,6 +253,7 @@ CASES: list[Case] = [
     Case("emu run with a bad scenario", ["emu", "run", "s.toml"], "duration_s",
          {"s.toml": CHAIN.replace("duration_s = 0.2", "duration_s = -1")}),
     Case("validate tcp-trace on a missing results directory", ["validate", "tcp-trace", "run-x"], "run-x"),
+    Case("validate tcp-trace --pacing maybe", ["validate", "tcp-trace", "run-x", "--pacing", "maybe"], "--pacing"),
     Case("validate tcp-trace on a capture without the flow", ["validate", "tcp-trace", "r"], "flows[0]",
          {"r/run.json": '{"engine": "emu", "scenario": {"duration_s": 0.2, "topology": {"kind": "chain", "hops": 1, '
                         '"rate_mbps": 10, "delay_ms": 1}, "flows": [{"kind": "tcp", "src": 0, "dst": 1}]}}',

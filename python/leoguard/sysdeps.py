@@ -12,6 +12,7 @@ import shutil
 
 DEBIAN_TOOLS: dict[str, str] = {
     "ip": "iproute2",  # network namespaces, veth, TUN (emulator, tunnel)
+    "ss": "iproute2",  # the sockets of a host (tests: which congestion control a connection runs)
     "ping": "iputils-ping",  # the emulator's ping flows
     "iperf3": "iperf3",  # kernel TCP flows in the emulator and the tunnel benchmark
     "tshark": "tshark",  # reads leoguard's pcap captures (tests)

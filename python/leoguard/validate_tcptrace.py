@@ -40,6 +40,25 @@ def _scenario_of_run(d: Path) -> Any:
     return from_dict(info["scenario"], str(run))
 
 
+def kernel_paced(results: Path, f: Any, flow: int) -> bool:
+    """Whether Linux paced the kernel flow `f` (flows[`flow`]) of an emulator run. Linux paces a socket whose
+    `sk_pacing_status` is SK_PACING_NEEDED (`tcp_needs_internal_pacing`; no fq here): BBR sets it in
+    `bbr_init` and nothing clears it, so a flow is paced when it runs BBR or was born with BBR, i.e. its
+    source host's connections were (iperf3 sets TCP_CONGESTION only after connect()). Runs before
+    the emulator recorded `host_cc` (run.json) were all born with BBR, the namespaces' default."""
+    import json
+
+    info = json.loads((results / "run.json").read_text())
+    host_cc = info.get("host_cc")
+    if f.cc == "bbr" or not isinstance(host_cc, dict):
+        return True
+    names = info.get("node_names") or []
+    src = f.src if isinstance(f.src, int) else names.index(f.src) if f.src in names else None
+    if src is None:
+        raise LeoguardError(f"invalid {results / 'run.json'}: flows[{flow}].src {f.src!r} is not among its node_names")
+    return host_cc.get(str(src)) == "bbr"
+
+
 def _check_flow(scenario: Any, flow: int, where: str) -> Any:
     from leoguard.emu.transport import flow_stack
 
@@ -94,10 +113,12 @@ def analyse(
     tol_frac: float = 0.1,
     context: int = 4,
     with_sim: bool = True,
-    pacing: bool = True,
+    pacing: str = "auto",
     switches: dict[str, bool] | None = None,
 ) -> dict[str, Any]:
-    """The report of an emulator results directory (capture.pcap, tcpinfo.csv, run.json, flows.parquet)."""
+    """The report of an emulator results directory (capture.pcap, tcpinfo.csv, run.json, flows.parquet).
+    `pacing`: "on" (model sends due when Linux's pacing lets them out), "off", or "auto" (on when the
+    kernel flow was paced: see `kernel_paced`)."""
     import polars as pl
 
     from leoguard import _core
@@ -107,6 +128,9 @@ def analyse(
         raise LeoguardError(f"missing directory {results}: give a scenario file or an emulator results directory")
     sc = _scenario_of_run(results)
     f = _check_flow(sc, flow, str(results / "run.json"))
+    if pacing not in ("auto", "on", "off"):
+        raise LeoguardError(f"invalid --pacing {pacing}: use auto, on or off")
+    paced = kernel_paced(results, f, flow) if pacing == "auto" else pacing == "on"
     pcap_path, info_path = results / "capture.pcap", results / "tcpinfo.csv"
     for p, how in ((pcap_path, "[capture] at the flow's source node"), (info_path, "[emu] tcpinfo_ms")):
         if not p.is_file():
@@ -148,7 +172,7 @@ def analyse(
             slack_ms,
             tol_segments,
             tol_frac,
-            pacing=pacing,
+            pacing=paced,
             switches=sorted((switches or {}).items()),
         )
     except _core.LeoguardError as e:
@@ -194,7 +218,7 @@ def analyse(
             "max_at_s": round(rep["max_lag_at_ns"] / 1e9, 6),
         },
         "slack_ms": slack_ms,
-        "pacing": pacing,
+        "pacing": paced,
         "model_switches": switches or {},
         "first_divergence": first,
         "verdict": _verdict(first, rep, n_pk),
@@ -285,6 +309,8 @@ def tcp_trace(
     """`leoguard validate tcp-trace`: a scenario file (run on the emulator first, results in `out`) or an
     emulator results directory, analysed (`analyse`'s keywords in `kw`)."""
     source = Path(source)
+    if kw.get("pacing", "auto") not in ("auto", "on", "off"):
+        raise LeoguardError(f"invalid --pacing {kw['pacing']}: use auto, on or off")
     if source.is_dir():
         return analyse(source, flow, **kw)
     if not source.exists():
@@ -338,7 +364,8 @@ def render(rep: dict[str, Any]) -> str:
         lines.append(f"next (indicative only: the model's state has departed): {later or '-'}")
     lag = rep["lag_ms"]
     lines.append(
-        f"timing of the {rep['matched_before_first']} matched sends (kernel - model's paced due time): p50 "
+        f"timing of the {rep['matched_before_first']} matched sends (kernel - model's "
+        f"{'paced ' if rep['pacing'] else ''}due time): p50 "
         f"{lag['p50']} ms, p99 {lag['p99']} ms, max {lag['max']} ms at {lag['max_at_s']} s"
     )
     w = rep["cwnd"]
@@ -388,10 +415,15 @@ def cli_tcp_trace(
     ] = 0.1,
     context: Annotated[int, typer.Option("--context", min=0, max=200, help="Packets shown either side.")] = 4,
     no_sim: Annotated[bool, typer.Option("--no-sim", help="Leave out the simulator's closed-loop run.")] = False,
-    no_pacing: Annotated[
-        bool,
-        typer.Option("--no-pacing", help="Model sends are due when decided, not when Linux's pacing lets them out."),
-    ] = False,
+    pacing: Annotated[
+        str,
+        typer.Option(
+            "--pacing",
+            metavar="auto|on|off",
+            help="on: a model send is due when Linux's pacing would let it out; off: when decided; auto: on "
+            "when the kernel flow was paced (BBR, or a socket born with BBR).",
+        ),
+    ] = "auto",
     switch: Annotated[
         list[str] | None,
         typer.Option(
@@ -422,7 +454,7 @@ def cli_tcp_trace(
     rep = tcp_trace(
         source, flow, out, tcpinfo_ms, seed, progress=None if as_json else (lambda m: err.print(f"[dim]{m}[/]")),
         slack_ms=slack_ms, tol_segments=tol_segments, tol_frac=tol_frac, context=context, with_sim=not no_sim,
-        pacing=not no_pacing, switches=switches,
+        pacing=pacing, switches=switches,
     )  # fmt: skip
     if as_json:
         _emit(rep)

@@ -89,6 +89,44 @@ def test_bulk_tcp_fills_a_clean_three_hop_path():
     assert _leftovers() == []
 
 
+@pytest.mark.parametrize("cc", ["cubic", "reno", "bbr"])
+def test_every_kernel_connection_is_born_with_its_hosts_congestion_control(cc):
+    """A host's TCP connections start with its flows' algorithm, not the namespace's default (which may
+    only be one the root namespace allows to all: here bbr). iperf3 sets TCP_CONGESTION after
+    connect(), and a connection born with BBR stays paced after the switch (BBR's sk_pacing_status),
+    so "kernel CUBIC" would be paced CUBIC. iperf3's control connection, which it never switches, shows
+    what every connection is born with."""
+    import threading
+
+    _require_root()
+    sc = from_dict(_chain(flows=[{"kind": "tcp", "src": 0, "dst": 3, "cc": cc}], duration_s=4.0))
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def peek() -> None:
+        while not stop.is_set() and not seen:
+            for ns in sorted(p.name for p in NETNS_DIR.glob(PREFIX + "*")):
+                out = subprocess.run(
+                    ["ip", "netns", "exec", ns, "ss", "-tinH", "state", "established", "( dport = 5201 )"],
+                    capture_output=True, text=True, timeout=10,
+                ).stdout  # fmt: skip
+                algs = [w for w in out.split() if w.split(":")[0] in ("cubic", "reno", "bbr")]
+                if len(algs) >= 2:  # the control and the data connection
+                    seen.extend(a.split(":")[0] for a in algs)
+            stop.wait(0.2)
+
+    t = threading.Thread(target=peek, daemon=True)
+    t.start()
+    try:
+        r = emulate(sc)
+    finally:
+        stop.set()
+        t.join(timeout=15)
+    assert seen and set(seen) == {cc}, seen
+    assert set(r.meta["host_cc"].values()) == {cc}, r.meta["host_cc"]
+    assert _leftovers() == []
+
+
 def test_ping_rtt_loss_and_order_follow_the_engine():
     """A 4 Mbit/s probe and ping across the chain, 2 % Bernoulli loss on the second link's forward
     direction: ping's RTT is the engine's (propagation plus serialisation) within 0.5 ms, the realised

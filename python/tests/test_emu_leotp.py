@@ -37,7 +37,8 @@ def _require() -> None:
 def test_leotp_end_to_end_beats_kernel_cubic_at_one_percent_loss():
     """The sweep's chain (8 links of 20 Mbit/s and 20 ms, 1 % loss on the 6 middle ones in the data
     direction), 12 s: kernel CUBIC, then the LEOTP consumer fetching for 11 s. Measured on this 2-core VM
-    (25 s runs, docs/leotp.md): CUBIC 0.18-0.20 Mbit/s; LEOTP end to end 10.6 in a run that kept real time,
+    (25 s runs, docs/leotp.md): CUBIC 0.18-0.20 Mbit/s (paced by accident then; unpaced 0.28-0.31 in 12 s
+    runs); LEOTP end to end 10.6 in a run that kept real time,
     1.4-6.4 in runs that did not (its delay-based signal reads late wake-ups as congestion), so the bound
     holds on a loaded machine too. Seed 1's loss draws spare the first Data packets (an early loss would
     stall an 11 s fetch: docs/leotp.md). Every byte the consumer was handed is checked against the

@@ -65,6 +65,8 @@ def test_a_kernel_cubic_run_is_replayed_against_the_model(tmp_path):
     c = rep["connection"]
     assert c["dport"] == 5201 and 1200 <= c["mss"] <= 1440 and c["timestamps"] and c["data_bytes"] > 500_000
     assert rep["kernel_sends"] >= c["data_bytes"] // c["mss"]
+    # The flow was born CUBIC (its host's routes), so Linux did not pace it and neither does the replay.
+    assert json.loads((out / "run.json").read_text())["host_cc"]["0"] == "cubic" and rep["pacing"] is False
     # The model follows the kernel for a while (the cookie, the initial window) before any departure.
     assert rep["matched_before_first"] >= 11
     d = rep["first_divergence"]

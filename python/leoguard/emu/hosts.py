@@ -12,11 +12,13 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from leoguard.errors import LeoguardError
 from leoguard.tunnel import alive
@@ -119,6 +121,17 @@ def _write_sysctl(key: str, value: str) -> None:
         raise LeoguardError(f"cannot set {key} = {value} in an emulator namespace: {e.strerror}") from e
 
 
+def _route_cc(ns: Any, index: int) -> str | None:
+    """The congestion control (RTAX_CC_ALGO) on the IPv6 route of the TUN `index`, as the kernel
+    holds it."""
+    for r in ns.get_routes(family=socket.AF_INET6, oif=index):
+        if r.get_attr("RTA_DST") == V6_PREFIX:
+            m = r.get_attr("RTA_METRICS")
+            if m is not None:
+                return m.get_attr("RTAX_CC_ALGO")
+    return None
+
+
 @dataclass
 class Host:
     """One real host."""
@@ -129,7 +142,8 @@ class Host:
     addrs: list[str]
     cc: str
     cc_in_effect: str | None = None
-    """The namespace's default TCP congestion control as read back after setting it."""
+    """The TCP congestion control the host's connections are born with, as read back: its routes'
+    (`congctl`), else the namespace's default."""
 
     @property
     def netns_path(self) -> str:
@@ -217,8 +231,16 @@ class Lab:
                 ns.link("set", index=i, mtu=self.mtu, txqlen=TUN_QUEUE, state="up")
                 ns.addr("add", index=i, address=h.addrs[0], prefixlen=128)
                 ns.addr("add", index=i, address=h.addrs[1], prefixlen=32)
-                ns.route("add", dst=V6_PREFIX + "/64", oif=i)
-                ns.route("add", dst=V4_NET, oif=i)
+                # The routes name the host's congestion control (`ip route ... congctl`, Linux's
+                # tcp_ca_dst_init), so every connection is born with it, whatever the namespace's
+                # default: a namespace may only default to what the root namespace allows to all
+                # (here "reno bbr"), and iperf3 sets TCP_CONGESTION only after connect(). A flow
+                # born with BBR keeps BBR's pacing flag (sk_pacing_status, set by bbr_init) after
+                # the switch to CUBIC, so "kernel CUBIC" would be paced CUBIC (tcp-trace.md).
+                metrics = {"cc_algo": h.cc}
+                ns.route("add", dst=V6_PREFIX + "/64", oif=i, metrics=metrics)
+                ns.route("add", dst=V4_NET, oif=i, metrics=metrics)
+                h.cc_in_effect = _route_cc(ns, i) or h.cc_in_effect
             if rps_cpus:
                 mask = f"{sum(1 << c for c in rps_cpus):x}"
                 # /sys shows a namespace's devices only to a process that mounted it there.
@@ -226,6 +248,20 @@ class Lab:
                     [*h.exec_prefix(), "sh", "-c", f"echo {mask} > /sys/class/net/{h.tun}/queues/rx-0/rps_cpus"],
                     check=False, capture_output=True, timeout=10,
                 )  # fmt: skip
+
+    def route_cc(self, node: int, dst: str, ifname: str) -> None:
+        """Gives the connected route `dst` of device `ifname` (one a program made in the host, like the
+        liquid tunnel's) the host's congestion control, as `configure` does the host's own routes."""
+        pr = _pyroute2()
+        h = self.hosts[node]
+        with pr.NetNS(h.netns) as ns:
+            idx = ns.link_lookup(ifname=ifname)
+            if not idx:
+                raise LeoguardError(f"device {ifname} is missing in {h.netns}")
+            try:
+                ns.route("replace", dst=dst, oif=idx[0], scope=253, proto=2, metrics={"cc_algo": h.cc})
+            except OSError as e:
+                raise LeoguardError(f"cannot set congctl {h.cc} on {dst} in {h.netns}: {e}") from e
 
     def device_drops(self) -> dict[str, int]:
         """Packets the hosts' kernels dropped on their way to or from the emulated network:

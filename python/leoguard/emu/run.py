@@ -286,7 +286,11 @@ def emulate(
     for f, fc in zip(scenario.flows, flows, strict=True):
         cc = KERNEL_CC.get(f.cc, "cubic")
         for n in (fc["src"], fc["dst"]):
-            ends.setdefault(n, cc)
+            # A host's connections are born with its algorithm (hosts.py); iperf3 switches each
+            # to its flow's after connect(). A switch to BBR starts BBR whole, but one from BBR
+            # leaves BBR's pacing on, so a host with any non-BBR flow is born with that one.
+            if ends.get(n, "bbr") == "bbr":
+                ends[n] = cc
     for app in apps:
         for n in app.hosts():
             ends.setdefault(n, "cubic")
@@ -509,6 +513,8 @@ def _start_tunnels(
             cfg.write_text("\n".join(lines) + "\n")
             h = up(cfg, run_dir=wdir / f"tunnel{k}-{me}", netns=lab.hosts[me].netns)
             lab.add_child(h.pid)
+            # Connections into the tunnel are born with the host's algorithm too (hosts.py).
+            lab.route_cc(me, f"10.203.{k}.0/30", "lgq")
     return inner
 
 
@@ -677,8 +683,8 @@ def _results(
                     }
                 )  # fmt: skip
             row["delivered_bytes"] = sum(ld.get("bytes") or 0 for ld in loads)
-            # Browser and server use their namespaces' default algorithm (the kernel may refuse to
-            # change it there): the one actually in effect is reported.
+            # Browser and server use the algorithm their connections are born with (their routes',
+            # hosts.py): the one actually in effect is reported.
             row["cc"] = lab_cc.get(fc["dst"])
             row["endpoint_loss"] = row["network_loss"]
         elif f.kind == "tcp" and flow_stack(f) == "leoguard":
@@ -696,6 +702,13 @@ def _results(
                 rep = json.loads(out)
             except ValueError:
                 rep = {"error": f"iperf3 printed no JSON (exit {rc}): {err.strip()[-500:]}"}
+                if rc is None:
+                    # Still running when the network stopped: its final exchange of results (a few round
+                    # trips, plus a timeout for every lost message) did not fit in the run's last seconds.
+                    rep["error"] += (
+                        f" it had not finished when the emulated network stopped; give it a longer tail "
+                        f"(emu.tail_s, now {scenario.emu.tail_s:g} s)"
+                    )
             tools[f"iperf3_{i}"] = {k: rep.get(k) for k in ("error", "start", "end")}
             if "error" in rep and rep.get("error"):
                 raise LeoguardError(f"flows[{i}]: iperf3 failed: {rep['error']}")
@@ -764,7 +777,10 @@ def _results(
         schema={"flow": pl.UInt32, "seq": pl.UInt64, "sent_ns": pl.Int64, "received_ns": pl.Int64},
         orient="row",
     )
-    meta = {"seed": scenario.seed, "node_names": names, "code_version": _core.__version__}
+    # The congestion control each host's connections are born with (iperf3 switches its flows' after
+    # connect(): a flow born with BBR stays paced, docs/tcp-trace.md).
+    host_cc = {str(n): cc for n, cc in sorted(lab_cc.items())}  # by node number
+    meta = {"seed": scenario.seed, "node_names": names, "code_version": _core.__version__, "host_cc": host_cc}
     web_schema = {
         "flow": pl.Int64, "page": pl.Int64, "plt_s": pl.Float64, "speed_index_s": pl.Float64, "requests": pl.Int64,
         "bytes": pl.Int64, "protocol": pl.Utf8, "error": pl.Utf8,
