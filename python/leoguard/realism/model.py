@@ -196,6 +196,8 @@ def model_throughput(
         from leoguard.emu import emulate
 
         r = emulate(sc)
+        if not r.emulator.get("realtime_ok", True):
+            raise LeoguardError("the emulated transfer did not keep real time: its throughput is not the model's")
     s = r.series.filter(r.series["flow"] == 0).sort("t_ns")
     t = s["t_ns"].to_numpy().astype(float) / 1e9
     acked = s["acked_bytes"].to_numpy().astype(float)
