@@ -98,11 +98,14 @@ class Access(_Model):
         given = {k: v for k, v in self.model_dump(exclude={"profile"}).items() if v is not None}
         p = load_profile(self.profile) if self.profile is not None else None
         merged = {**(p["access"] if p else {}), **given}
-        defaults = {"boundary_extra_ms": 0.0, "boundary_length_s": 0.5, "boundary_share": 1.0}
-        a = Access.model_validate({**defaults, **{k: v for k, v in merged.items() if v is not None}})
+        a = Access.model_validate({**_BOUNDARY_DEFAULTS, **{k: v for k, v in merged.items() if v is not None}})
         if p is None:
             return a, None, None
         return a, p.get("gsl_loss"), {k: p.get(k) for k in ("name", "source", "licence", "fitted_on")}
+
+
+# What neither the scenario nor a profile gives: no bump, 0.5 s long, at every boundary.
+_BOUNDARY_DEFAULTS = {"boundary_extra_ms": 0.0, "boundary_length_s": 0.5, "boundary_share": 1.0}
 
 
 def _uniforms(seed: int, label: str, n: int) -> np.ndarray:
@@ -123,8 +126,8 @@ def boundary_phase_s(epoch_unix_s: float) -> float:
 
 
 def extra_rtt_ms(a: Access, t_s: np.ndarray, seed: int, epoch_unix_s: float, who: str = "") -> np.ndarray:
-    """The round-trip delay the access adds at each step time `t_s` (run seconds); `who` tells several
-    terminals' draws apart."""
+    """The round-trip delay a resolved access (`Access.resolved`) adds at each step time `t_s` (run
+    seconds); `who` tells several terminals' draws apart."""
     out = np.zeros(len(t_s))
     if a.extra_rtt_ms_quantiles is not None and len(t_s):
         # One draw per step: the steps are the routing steps (a fixed grid from t = 0).
@@ -133,9 +136,9 @@ def extra_rtt_ms(a: Access, t_s: np.ndarray, seed: int, epoch_unix_s: float, who
         since = (t_s - boundary_phase_s(epoch_unix_s)) % PERIOD_S
         cycle = np.floor((t_s - boundary_phase_s(epoch_unix_s)) / PERIOD_S).astype(np.int64)
         cycle -= cycle.min()
-        share = 1.0 if a.boundary_share is None else a.boundary_share
-        disturbed = _uniforms(seed, "access.boundary" + who, int(cycle.max()) + 1) < share
-        out += np.where((since < (a.boundary_length_s or 0.5)) & disturbed[cycle], a.boundary_extra_ms, 0.0)
+        assert a.boundary_share is not None and a.boundary_length_s is not None, "an unresolved access"
+        disturbed = _uniforms(seed, "access.boundary" + who, int(cycle.max()) + 1) < a.boundary_share
+        out += np.where((since < a.boundary_length_s) & disturbed[cycle], a.boundary_extra_ms, 0.0)
     return out
 
 

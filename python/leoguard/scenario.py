@@ -599,7 +599,9 @@ class Scenario(_Model):
 
 def _boundary_offset(epoch_unix_s: float) -> int:
     """The measured trace's lossy boundary second is the one that holds the 15 s handover epoch."""
-    return int((12.0 - epoch_unix_s) % 15.0)
+    from leoguard.access import boundary_phase_s
+
+    return int(boundary_phase_s(epoch_unix_s))
 
 
 def _access_and_gsl_loss(

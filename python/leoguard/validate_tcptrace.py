@@ -40,6 +40,11 @@ def _scenario_of_run(d: Path) -> Any:
     return from_dict(info["scenario"], str(run))
 
 
+def _check_pacing(pacing: str) -> None:
+    if pacing not in ("auto", "on", "off"):
+        raise LeoguardError(f"invalid --pacing {pacing}: use auto, on or off")
+
+
 def kernel_paced(results: Path, f: Any, flow: int) -> bool:
     """Whether Linux paced the kernel flow `f` (flows[`flow`]) of an emulator run. Linux paces a socket whose
     `sk_pacing_status` is SK_PACING_NEEDED (`tcp_needs_internal_pacing`; no fq here): BBR sets it in
@@ -128,8 +133,7 @@ def analyse(
         raise LeoguardError(f"missing directory {results}: give a scenario file or an emulator results directory")
     sc = _scenario_of_run(results)
     f = _check_flow(sc, flow, str(results / "run.json"))
-    if pacing not in ("auto", "on", "off"):
-        raise LeoguardError(f"invalid --pacing {pacing}: use auto, on or off")
+    _check_pacing(pacing)
     paced = kernel_paced(results, f, flow) if pacing == "auto" else pacing == "on"
     pcap_path, info_path = results / "capture.pcap", results / "tcpinfo.csv"
     for p, how in ((pcap_path, "[capture] at the flow's source node"), (info_path, "[emu] tcpinfo_ms")):
@@ -309,8 +313,7 @@ def tcp_trace(
     """`leoguard validate tcp-trace`: a scenario file (run on the emulator first, results in `out`) or an
     emulator results directory, analysed (`analyse`'s keywords in `kw`)."""
     source = Path(source)
-    if kw.get("pacing", "auto") not in ("auto", "on", "off"):
-        raise LeoguardError(f"invalid --pacing {kw['pacing']}: use auto, on or off")
+    _check_pacing(kw.get("pacing", "auto"))  # before an emulator run, not after it
     if source.is_dir():
         return analyse(source, flow, **kw)
     if not source.exists():

@@ -49,6 +49,16 @@ def _chain(**kw) -> dict:
     return base
 
 
+def _nyc_terminal_lon_gateway(**kw) -> dict:
+    """Starlink shell 1 with a user terminal in New York and a gateway in London that a server sits
+    behind, on the 15 s schedule, no interruptions; `kw`: the rest of the topology."""
+    return {
+        "kind": "constellation", "constellation": "starlink-shell1", "ground": ["New York", "London"],
+        "ground_stations": ["London"], "hosts": [{"name": "server", "ground": "London"}],
+        "policy": "global-schedule", "step_s": 0.1, "interruption": "none", **kw,
+    }  # fmt: skip
+
+
 def _emulate_rt(sc):
     """`emulate`, once more if the run reports it could not keep real time (a stalled VM): its figures
     are then distorted, and only a run that kept real time says anything about fidelity. Two runs that
@@ -364,12 +374,9 @@ def test_linkguardian_resends_only_what_the_links_lose_in_both_engines():
     sc = from_dict(
         {
             "name": "emu-lg-shared", "duration_s": 5.0, "seed": 3,
-            "topology": {
-                "kind": "constellation", "constellation": "starlink-shell1", "ground": ["New York", "London"],
-                "ground_stations": ["London"], "hosts": [{"name": "server", "ground": "London"}],
-                "policy": "global-schedule", "step_s": 0.1, "interruption": "none", "gsl_rate_mbps": 50,
-                "isl_rate_mbps": 200, "queue_bytes": 400_000, "gsl_loss": {"model": "bernoulli", "p": 0.01},
-            },
+            "topology": _nyc_terminal_lon_gateway(
+                gsl_rate_mbps=50, isl_rate_mbps=200, queue_bytes=400_000, gsl_loss={"model": "bernoulli", "p": 0.01}
+            ),
             "flows": [
                 {"kind": "cbr", "src": "server", "dst": "New York", "rate_mbps": 20, "size": 1200,
                  "delay_sensitive": True},
@@ -437,14 +444,11 @@ def test_a_constellation_terminal_gets_its_measured_access_link_on_the_emulator(
     sc = from_dict(
         {
             "name": "emu-const-access", "duration_s": 12.0, "seed": 1,
-            "topology": {
-                "kind": "constellation", "constellation": "starlink-shell1", "ground": ["New York", "London"],
-                "ground_stations": ["London"], "hosts": [{"name": "server", "ground": "London"}],
-                "policy": "global-schedule", "step_s": 0.1, "interruption": "none", "gsl_rate_mbps": 100,
-                "isl_rate_mbps": 1000, "queue_bytes": 300_000, "epoch": "2023-09-12T01:26:04Z",
-                "access": {"extra_rtt_ms_quantiles": [20.0, 20.0], "down_mbps_quantiles": [5.0, 5.0],
-                           "up_mbps_quantiles": [5.0, 5.0]},
-            },
+            "topology": _nyc_terminal_lon_gateway(
+                gsl_rate_mbps=100, isl_rate_mbps=1000, queue_bytes=300_000, epoch="2023-09-12T01:26:04Z",
+                access={"extra_rtt_ms_quantiles": [20.0, 20.0], "down_mbps_quantiles": [5.0, 5.0],
+                        "up_mbps_quantiles": [5.0, 5.0]},
+            ),
             "flows": [{"kind": "tcp", "src": "server", "dst": "New York", "cc": "cubic"}],
         }
     )  # fmt: skip

@@ -142,8 +142,8 @@ class Host:
     addrs: list[str]
     cc: str
     cc_in_effect: str | None = None
-    """The TCP congestion control the host's connections are born with, as read back: its routes'
-    (`congctl`), else the namespace's default."""
+    """The TCP congestion control the host's connections are born with, as the kernel holds it on the
+    host's routes (`congctl`)."""
 
     @property
     def netns_path(self) -> str:
@@ -174,7 +174,8 @@ class Lab:
         self._register()
 
     def create(self, nodes: dict[int, str], mtu: int) -> None:
-        """Creates a namespace per node (value: the kernel congestion control its TCP uses by default)."""
+        """Creates a namespace per node (value: the kernel congestion control its connections are born with,
+        set on its routes by `configure`)."""
         if os.geteuid() != 0:
             raise LeoguardError("the emulator needs root (network namespaces and TUN devices)")
         netns = _pyroute2().netns
@@ -189,7 +190,7 @@ class Lab:
             netns.pushns(name)
             try:
                 # TUN devices made later inherit `default`: addresses usable at once (no DAD on a
-                # point-to-point link), kernel TCP as the flow asks, buffers for high-BDP paths.
+                # point-to-point link), buffers for high-BDP paths.
                 for k, v in [
                     ("net.ipv6.conf.default.accept_dad", "0"),
                     ("net.ipv6.conf.all.accept_dad", "0"),
@@ -199,15 +200,6 @@ class Lab:
                     ("net.ipv4.tcp_no_metrics_save", "1"),
                 ]:
                     _write_sysctl(k, v)
-                # The namespace default only takes algorithms the root namespace allows to all
-                # (tcp_allowed_congestion_control); each tool sets its socket's algorithm itself
-                # (iperf3 -C), which root may always do, so this one is best effort.
-                with contextlib.suppress(LeoguardError):
-                    _write_sysctl("net.ipv4.tcp_congestion_control", cc)
-                with contextlib.suppress(OSError):
-                    self.hosts[node].cc_in_effect = (
-                        Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
-                    )
             finally:
                 netns.popns()
         self.mtu = mtu
@@ -240,7 +232,7 @@ class Lab:
                 metrics = {"cc_algo": h.cc}
                 ns.route("add", dst=V6_PREFIX + "/64", oif=i, metrics=metrics)
                 ns.route("add", dst=V4_NET, oif=i, metrics=metrics)
-                h.cc_in_effect = _route_cc(ns, i) or h.cc_in_effect
+                h.cc_in_effect = _route_cc(ns, i)
             if rps_cpus:
                 mask = f"{sum(1 << c for c in rps_cpus):x}"
                 # /sys shows a namespace's devices only to a process that mounted it there.

@@ -114,6 +114,14 @@ def throughput_scenario(
     )  # fmt: skip
 
 
+def _kept_real_time(r: Any, what: str) -> Any:
+    """The emulator's results `r`, refused if the run did not keep real time (then its `what` are not the
+    model's)."""
+    if not r.emulator.get("realtime_ok", True):
+        raise LeoguardError(f"the emulated validation run did not keep real time: its {what} are not the model's")
+    return r
+
+
 def model_rtt(
     tr: RttTrace,
     dish: str = DISH,
@@ -155,9 +163,7 @@ def model_rtt(
         )
     from leoguard.emu import emulate
 
-    r = emulate(sc)
-    if not r.emulator.get("realtime_ok", True):
-        raise LeoguardError("the emulated validation run did not keep real time: its delays are not the model's")
+    r = _kept_real_time(emulate(sc), "delays")
     pings = r.pings.filter(r.pings["sent_s"].is_not_null())
     if len(pings) < 2:
         raise LeoguardError("the emulated validation run got too few ping replies with send times")
@@ -195,9 +201,7 @@ def model_throughput(
     else:
         from leoguard.emu import emulate
 
-        r = emulate(sc)
-        if not r.emulator.get("realtime_ok", True):
-            raise LeoguardError("the emulated transfer did not keep real time: its throughput is not the model's")
+        r = _kept_real_time(emulate(sc), "throughput")
     s = r.series.filter(r.series["flow"] == 0).sort("t_ns")
     t = s["t_ns"].to_numpy().astype(float) / 1e9
     acked = s["acked_bytes"].to_numpy().astype(float)
