@@ -252,6 +252,9 @@ CASES: list[Case] = [
          {"s.toml": CHAIN}),
     Case("emu run with a bad scenario", ["emu", "run", "s.toml"], "duration_s",
          {"s.toml": CHAIN.replace("duration_s = 0.2", "duration_s = -1")}),
+    Case("emu udp_gso_segments past a datagram", ["emu", "run", "s.toml"], "udp_gso_segments",
+         {"s.toml": CHAIN.replace('kind = "tcp"', 'kind = "cbr"\nrate_mbps = 1\nsize = 1500')
+          + "[emu]\nudp_gso_segments = 64\n"}),
     Case("validate tcp-trace on a missing results directory", ["validate", "tcp-trace", "run-x"], "run-x"),
     Case("validate tcp-trace --pacing maybe", ["validate", "tcp-trace", "run-x", "--pacing", "maybe"], "--pacing"),
     Case("validate tcp-trace on a capture without the flow", ["validate", "tcp-trace", "r"], "flows[0]",

@@ -96,10 +96,17 @@ def fec_bench(blocks: int = 100, reps: int = 3) -> dict[str, float]:
 
 
 def emu_bench(
-    hops: int = 10, rate_mbps: float = 2_500.0, streams: int = 4, seconds: float = 8.0, scheme: str = "satguard"
+    hops: int = 10,
+    rate_mbps: float = 2_500.0,
+    streams: int = 4,
+    seconds: float = 8.0,
+    scheme: str = "satguard",
+    offload: bool = True,
+    queue_bytes: int | None = None,
 ) -> dict[str, Any]:
-    """The emulator's data plane on its one core (issue 12): iperf3 with kernel CUBIC and `streams`
-    parallel streams across a `hops`-hop chain of `rate_mbps` links with 1 ms each, `scheme`
+    """The emulator's data plane on its one core (issues 12, 30): iperf3 with kernel CUBIC and `streams`
+    parallel streams across a `hops`-hop chain of `rate_mbps` links with 1 ms each and one
+    bandwidth-delay product of queue each (`queue_bytes`), `scheme`
     ("satguard", "linkguardian" or "none") on every node, the flow marked delay-sensitive. Goodput is what
     iperf3's receiver counted; pps and packet-hops are the data plane's own counts (both directions);
     the timing error is each delivery's lateness against its model time, measured inside the data
@@ -110,13 +117,16 @@ def emu_bench(
     from leoguard.scenario import from_dict
 
     load = os.getloadavg()[0]
+    # One bandwidth-delay product of queue per link (1 ms per hop each way), so kernel CUBIC can fill
+    # the chain and the goodput says what the data plane carries, not what a short queue lets TCP do.
+    queue = queue_bytes or int(rate_mbps * 1e6 / 8 * 2 * hops * 1e-3)
     sc = from_dict(
         {
             "name": "bench-emu",
             "duration_s": seconds,
-            "topology": {"kind": "chain", "hops": hops, "rate_mbps": rate_mbps, "delay_ms": 1.0},
+            "topology": {"kind": "chain", "hops": hops, "rate_mbps": rate_mbps, "delay_ms": 1.0, "queue_bytes": queue},
             "flows": [{"kind": "tcp", "src": 0, "dst": hops, "cc": "cubic", "delay_sensitive": True}],
-            "emu": {"streams": streams, "max_packet_hops_per_s": 1e12, "omit_s": 1.0},
+            "emu": {"streams": streams, "max_packet_hops_per_s": 1e12, "omit_s": 1.0, "offload": offload},
             **({scheme: {}} if scheme != "none" else {}),
         }
     )
@@ -131,6 +141,7 @@ def emu_bench(
         "hops": hops,
         "scheme": scheme,
         "streams": streams,
+        "queue_bytes": queue,
         "timing_error_us": {k: e["timing_error_us"][k] for k in ("p50", "p99", "max")},
         "drops_unexplained": e["drops_unexplained"],
         "drops": e["drops"],
@@ -141,4 +152,7 @@ def emu_bench(
         # The data plane spins; the time it spent on packets says what it could carry on its core.
         "capacity_gbps_est": round(f["goodput_bps"] / 1e9 * el / max(1e-9, e["busy_s"]), 3),
         "load_before": round(load, 2),
+        "offload": e["offload"],
+        # Each CPU's busy share over the data plane's run (/proc/stat; the data plane spins on its own).
+        "cpu_busy_share": e["cpu_busy_share"],
     }

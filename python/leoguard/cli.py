@@ -629,16 +629,22 @@ def bench_emu(
     scheme: Annotated[str, typer.Option(help="Per-hop scheme on every node: satguard, linkguardian or none.")] = (
         "satguard"
     ),
+    offload: Annotated[
+        bool, typer.Option("--offload/--no-offload", help="Segmentation offloads on the hosts' TUN devices.")
+    ] = True,
+    queue_bytes: Annotated[
+        int | None, typer.Option(min=1, help="Queue of every link (default: one bandwidth-delay product).")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The emulator's data plane on its one core: iperf3 (kernel CUBIC, several streams, marked
     delay-sensitive) across a chain with SATGUARD on every node (--scheme); prints gbps, pps, hops,
-    timing_error_us, drops_unexplained (root)."""
+    timing_error_us, drops_unexplained, packets per TUN read and write, and each CPU's busy share (root)."""
     from leoguard.bench import emu_bench
 
     if scheme not in ("satguard", "linkguardian", "none"):
         raise LeoguardError(f"invalid --scheme = {scheme}: use satguard, linkguardian or none")
-    _show(emu_bench(hops, rate_mbps, streams, seconds, scheme), as_json)
+    _show(emu_bench(hops, rate_mbps, streams, seconds, scheme, offload, queue_bytes), as_json)
 
 
 @app.command("demo")

@@ -208,6 +208,15 @@ class Emu(_Model):
     """Packets the emulated network can hold at once."""
     late_us: int = Field(default=1000, ge=10, le=1_000_000)
     """A delivery later than this against its model time counts as the emulator falling behind."""
+    udp_gso_segments: int = Field(default=1, ge=1, le=64)
+    """The UDP probe of cbr flows writes this many datagrams at a time as one UDP GSO write
+    (UDP_SEGMENT, as QUIC stacks send): with offloads on, the data plane reads them as one super-packet
+    and splits it. 1: one datagram per write."""
+    offload: bool = True
+    """Segmentation offloads on the hosts' TUN devices: the hosts' kernels hand the data plane TCP
+    super-packets of up to 64 KB, which it splits into their segments before the first link, and the
+    segments of a flow leaving the last link back to back are coalesced into one write (docs/emulator.md,
+    "Offloads"). Off: one packet per read and write, as before issue 30."""
     max_packet_hops_per_s: float = Field(default=2.0e6, gt=0)
     """What the data plane can carry (measure with `leoguard bench emu`): a scenario whose bulk flows
     would need more is refused before it starts."""

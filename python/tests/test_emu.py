@@ -177,6 +177,39 @@ def test_ping_rtt_loss_and_order_follow_the_engine():
     assert r.emulator["drops"].get("loss", 0) == lossy["drops_loss"]
 
 
+def test_a_gso_write_across_a_lossy_link_loses_segments_not_super_packets():
+    """Offloads on (the default): the UDP probe writes 40 datagrams of 1,400 bytes at a time as one
+    UDP GSO write, which the host's kernel hands the data plane as one super-packet (USO), across a
+    link with 10 % Bernoulli loss. The data plane splits each read before the first link, so loss hits
+    datagrams, not writes: the receiver's loss is inside the binomial 99 % interval of the datagrams
+    sent, no write is lost whole, and almost every write loses some of its datagrams but not all."""
+    _require_root()
+    links = _chain()["links"]
+    links[1]["loss"] = {"model": "bernoulli", "p": 0.1}
+    per_write = 40
+    sc = from_dict(
+        _chain(
+            links=links,
+            flows=[{"kind": "cbr", "src": 0, "dst": 3, "rate_mbps": 4, "size": 1400}],
+            emu={"udp_gso_segments": per_write},
+        )
+    )
+    r = _emulate_rt(sc)
+    off = r.emulator["offload"]
+    assert off["hosts"] == 2 and off["uso_hosts"] == 2, off
+    assert off["packets_per_read"] > 5, off  # the probe's writes arrived as super-packets
+    sent = r.tools["probe_0"]["sent"]
+    seqs = set(r.packets.filter(r.packets["flow"] == 0)["seq"].to_list())
+    lo, hi = _binomial_99(sent, 0.1)
+    assert lo <= 1 - len(seqs) / sent <= hi, (sent, len(seqs), r.emulator["drops"])
+    lost_per_write = [sum(s not in seqs for s in range(w, w + per_write)) for w in range(0, sent, per_write)]
+    assert max(lost_per_write) < per_write, lost_per_write
+    partial = sum(0 < n < per_write for n in lost_per_write)
+    assert partial >= 0.8 * len(lost_per_write), lost_per_write
+    assert r.emulator["drops_unexplained"] == 0
+    assert r.emulator["drops"].get("queue", 0) == 0, r.emulator["drops"]
+
+
 def test_interruptions_take_exactly_their_drawn_length():
     """Three interruptions of the first link, lengths drawn from Starlink's 30-200 ms range: the probe
     (one datagram every 0.5 ms) sees each outage start at its time and last its length within 1 ms."""

@@ -93,6 +93,14 @@ pub struct EmuConfig {
     /// Nice value of the data plane (-20: ordinary processes on its CPU get about 1 % of it).
     #[serde(default = "default_nice")]
     pub nice: i32,
+    /// Segmentation offloads on the hosts' TUN devices (super-packets read and split, segments
+    /// coalesced on write: `tunio`); off: one packet per read and write.
+    #[serde(default = "default_offload")]
+    pub offload: bool,
+}
+
+fn default_offload() -> bool {
+    true
 }
 
 fn default_retain_ms() -> u64 {

@@ -10,13 +10,14 @@
 use crate::hist::Histogram;
 use crate::net::{EmuNet, MAX_RAMP};
 use crate::packet::{self, AddrKey};
+use crate::tunio::{HostTun, TunStats};
 use leoguard_core::{Duration, Instant};
 use leoguard_net::link::{DropReason, Offer};
-use leoguard_net::packet::{NetFields, Packet};
+use leoguard_net::packet::Packet;
 use leoguard_net::schemes::wire::WireScheme;
 use leoguard_net::topo::Control;
 use leoguard_net::LinkId;
-use leoguard_os::{Epoll, NetnsGuard, TimerFd, Tun};
+use leoguard_os::{Epoll, NetnsGuard, TimerFd};
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
@@ -24,8 +25,13 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
-/// Packets read from one TUN before due events are handled again (a long batch delays them).
-const READ_BATCH: usize = 8;
+/// Reads from one TUN before due events are handled again (a long batch delays them).
+pub(crate) const READ_BATCH: usize = 8;
+
+/// Longest a TCP or UDP segment with data waits for more of its flow to coalesce with, ns: a host's
+/// queued deliveries are written when the oldest has waited this long, when its host has
+/// `tunio::MAX_PENDING` waiting, or at the end of the pass that queued a packet GRO would not merge.
+pub(crate) const WRITE_HOLD_NS: u64 = 20_000;
 
 /// Bytes per buffer slot: an MTU of up to 2000 bytes plus room for options a scheme adds.
 pub const SLOT: usize = 2048;
@@ -110,7 +116,7 @@ pub struct FlowStats {
     /// Data packets delivered after a packet of the flow that entered later (the network reordered).
     pub reordered: u64,
     /// Highest entry order delivered so far (data, reverse).
-    last_delivered: [Option<u64>; 2],
+    pub(crate) last_delivered: [Option<u64>; 2],
     /// One-way delay of delivered reverse packets, ns.
     pub rev_owd: Histogram,
 }
@@ -160,6 +166,18 @@ pub struct Report {
     pub scheme_counters: Vec<(&'static str, u64)>,
     /// What the LEOTP mid nodes did to packets.
     pub leotp_host: crate::leotp::LeotpHostStats,
+    /// Hosts whose TUN device has segmentation offloads (super-packets read, coalesced writes).
+    pub offload_hosts: u64,
+    /// Hosts whose device also segments UDP (USO).
+    pub uso_hosts: u64,
+    /// Why a device asked for offloads has none (the kernel's refusal), if one does not.
+    pub offload_note: Option<String>,
+    /// Reads and writes on the hosts' devices, summed.
+    pub tun: TunStats,
+    /// How long each coalesced batch of writes to one host took, ns.
+    pub flush_time: Histogram,
+    /// Each CPU's busy share over the run (/proc/stat), the data plane's own CPU included.
+    pub cpu_busy_share: Vec<f64>,
     /// The LEOTP mid nodes' own counters summed over nodes (`nodes` = 0: none ran).
     pub leotp: leoguard_net::schemes::leotp::LeotpMidTotals,
 }
@@ -205,9 +223,16 @@ fn os(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> EmuError {
     move |source| EmuError::Os { what, source }
 }
 
-struct Host {
-    node: u32,
-    tun: Tun,
+pub(crate) struct Host {
+    pub(crate) node: u32,
+    name: String,
+    pub(crate) tun: HostTun,
+    /// Deliveries queued on `tun` and not yet written: (model time due, the packet's meta).
+    pub(crate) pending: Vec<(u64, Meta)>,
+    /// When the first of `pending` was queued (model ns).
+    pub(crate) hold_since: u64,
+    /// A packet GRO would not merge (an ACK, ICMP) is queued: write at the end of this pass.
+    pub(crate) urgent: bool,
 }
 
 /// The hosts' TUN devices after a run: they exist while this lives.
@@ -216,12 +241,12 @@ pub struct Devices(#[allow(dead_code)] Vec<Host>);
 /// The data plane, opened and ready to run.
 pub struct DataPlane {
     pub(crate) net: EmuNet,
-    hosts: Vec<Host>,
+    pub(crate) hosts: Vec<Host>,
     /// host index by node.
-    host_of: Vec<Option<usize>>,
+    pub(crate) host_of: Vec<Option<usize>>,
     pub(crate) addr_node: HashMap<AddrKey, u32>,
     pub(crate) flows: Vec<FlowCfg>,
-    cfg: EmuConfig,
+    pub(crate) cfg: EmuConfig,
     pub(crate) bufs: Vec<u8>,
     pub(crate) meta: Vec<Meta>,
     /// Per slot: the packet as the per-hop schemes see it (its scheme fields come from the bytes).
@@ -243,9 +268,11 @@ pub struct DataPlane {
     /// The LEOTP mid nodes, by node.
     pub(crate) leotp: crate::leotp::LeotpHost,
     /// Ids of flows the configuration does not name (ping, neighbour chatter), by 5-tuple.
-    extra_flows: HashMap<(u32, u32, u8, u16, u16), u32>,
+    pub(crate) extra_flows: HashMap<(u32, u32, u8, u16, u16), u32>,
     /// The capture tap, if any.
     pub(crate) tap: Option<crate::capture::Tap>,
+    /// When the next host's queued deliveries are due to be written (model ns; MAX: none queued).
+    pub(crate) next_flush: u64,
 }
 
 /// Index of an event in `evs` (the heap orders (time, seq, key); the key is only a tie-free handle).
@@ -277,6 +304,7 @@ impl DataPlane {
         let mut host_of = vec![None; net.nodes];
         let mut addr_node = HashMap::new();
         let mut hosts = Vec::new();
+        let mut offload_note = None;
         for (i, h) in cfg.hosts.iter().enumerate() {
             if h.node as usize >= net.nodes || host_of[h.node as usize].is_some() {
                 return Err(bad(&format!("hosts[{i}].node"), h.node.to_string(), "must be a distinct scenario node"));
@@ -289,12 +317,22 @@ impl DataPlane {
                 };
                 addr_node.insert(key, h.node);
             }
-            let tun = {
+            let (tun, why_not) = {
                 let _in = NetnsGuard::enter(std::path::Path::new(&h.netns)).map_err(os(format!("hosts[{i}].netns")))?;
-                Tun::open(&h.tun).map_err(os(format!("hosts[{i}]: TUN {} in {}", h.tun, h.netns)))?
+                HostTun::open(&h.tun, cfg.offload).map_err(os(format!("hosts[{i}]: TUN {} in {}", h.tun, h.netns)))?
             };
+            if why_not.is_some() {
+                offload_note = why_not;
+            }
             host_of[h.node as usize] = Some(hosts.len());
-            hosts.push(Host { node: h.node, tun });
+            hosts.push(Host {
+                node: h.node,
+                name: h.tun.clone(),
+                tun,
+                pending: Vec::new(),
+                hold_since: 0,
+                urgent: false,
+            });
         }
         let n_links = net.links.len();
         let pool = cfg.pool_packets;
@@ -326,9 +364,13 @@ impl DataPlane {
             leotp,
             extra_flows: HashMap::new(),
             tap: cfg.capture.as_ref().map(|c| crate::capture::Tap::new(c, nodes)),
+            next_flush: u64::MAX,
             cfg,
         };
         dp.report.flows = vec![FlowStats::default(); dp.flows.len()];
+        dp.report.offload_hosts = dp.hosts.iter().filter(|h| h.tun.offload()).count() as u64;
+        dp.report.uso_hosts = dp.hosts.iter().filter(|h| h.tun.udp_gso()).count() as u64;
+        dp.report.offload_note = offload_note;
         let scheduled = std::mem::take(&mut dp.net.scheduled);
         for (at, actions) in scheduled {
             dp.add_batch(at.as_nanos(), actions);
@@ -351,7 +393,7 @@ impl DataPlane {
 
     /// Names of the TUN devices by node, in host order.
     pub fn tun_names(&self) -> Vec<(u32, String)> {
-        self.hosts.iter().map(|h| (h.node, h.tun.name.clone())).collect()
+        self.hosts.iter().map(|h| (h.node, h.name.clone())).collect()
     }
 
     pub(crate) fn push(&mut self, at: u64, ev: Ev) {
@@ -420,154 +462,8 @@ impl DataPlane {
         }
     }
 
-    pub(crate) fn deliver(&mut self, slot: u32, t: u64) {
-        let Some(h) = self.host_of[self.meta[slot as usize].dst_node as usize] else {
-            self.drop_slot(slot, Cause::NoRoute);
-            return;
-        };
-        let off = slot as usize * SLOT;
-        // The scheme's header ends where the packet leaves the emulated network.
-        let len = crate::hbh::strip(&mut self.bufs[off..off + SLOT], self.meta[slot as usize].len as usize);
-        self.meta[slot as usize].len = len as u32;
-        let m = self.meta[slot as usize];
-        // The departure time is when the packet is handed to the host (the write then runs the
-        // host's receive path in the kernel, steered to other CPUs by RPS).
-        let now = self.clock_model();
-        let ok = self.hosts[h].tun.send(&self.bufs[off..off + m.len as usize]).is_ok();
-        if !ok {
-            self.drop_slot(slot, Cause::TunWrite);
-            return;
-        }
-        let late = now.saturating_sub(t);
-        self.report.timing.record(late);
-        if late > self.cfg.late_us * 1000 {
-            self.report.late += 1;
-        }
-        self.report.delivered += 1;
-        self.report.delivered_bytes += u64::from(m.len);
-        if m.flow != 0 {
-            let owd = now.saturating_sub(m.t_in);
-            let dir = usize::from(m.flow & REVERSE != 0);
-            let f = &mut self.report.flows[((m.flow & !REVERSE) - 1) as usize];
-            match f.last_delivered[dir] {
-                Some(last) if m.entry < last => f.reordered += u64::from(dir == 0),
-                _ => f.last_delivered[dir] = Some(m.entry),
-            }
-            if m.flow & REVERSE == 0 {
-                f.delivered += 1;
-                f.delivered_bytes += u64::from(m.len);
-                f.owd.record(owd);
-            } else {
-                f.rev_delivered += 1;
-                f.rev_owd.record(owd);
-            }
-        }
-        self.free.push(slot);
-    }
-
     pub(crate) fn clock_model(&self) -> u64 {
         leoguard_os::monotonic_ns().saturating_sub(self.t0)
-    }
-
-    fn classify(&self, src_node: u32, dst_node: u32, h: &packet::Header) -> u32 {
-        for (i, f) in self.flows.iter().enumerate() {
-            if f.proto != h.proto {
-                continue;
-            }
-            if f.src == src_node && f.dst == dst_node && (f.port == 0 || f.port == h.dport) {
-                return i as u32 + 1;
-            }
-            if f.dst == src_node && f.src == dst_node && (f.port == 0 || f.port == h.sport) {
-                return (i as u32 + 1) | REVERSE;
-            }
-        }
-        0
-    }
-
-    /// Reads every packet waiting on host `hi`'s TUN (up to a batch) and sends it on its way.
-    fn read_host(&mut self, hi: usize) -> bool {
-        for _ in 0..READ_BATCH {
-            let Some(slot) = self.free.pop() else {
-                // Read and drop, so the TUN queue does not stall the host silently.
-                let mut scratch = [0u8; SLOT];
-                if self.hosts[hi].tun.recv(&mut scratch).is_ok() {
-                    self.report.entered += 1;
-                    self.count_drop(Cause::PoolExhausted);
-                    continue;
-                }
-                return false;
-            };
-            let off = slot as usize * SLOT;
-            let n = match self.hosts[hi].tun.recv(&mut self.bufs[off..off + SLOT]) {
-                Ok(n) => n,
-                Err(_) => {
-                    self.free.push(slot);
-                    return false;
-                }
-            };
-            let t = self.clock_model();
-            self.report.entered += 1;
-            if n >= SLOT {
-                self.drop_slot(slot, Cause::TooBig);
-                continue;
-            }
-            let Some(h) = packet::parse(&self.bufs[off..off + n]) else {
-                self.drop_slot(slot, Cause::Malformed);
-                continue;
-            };
-            if h.multicast {
-                self.drop_slot(slot, Cause::Multicast);
-                continue;
-            }
-            let Some(&dst) = self.addr_node.get(&h.dst) else {
-                self.drop_slot(slot, Cause::UnknownDst);
-                continue;
-            };
-            let src = self.hosts[hi].node;
-            let flow = self.classify(src, dst, &h);
-            let mut entry = 0;
-            if flow != 0 {
-                let f = &mut self.report.flows[((flow & !REVERSE) - 1) as usize];
-                if flow & REVERSE == 0 {
-                    entry = f.sent;
-                    f.sent += 1;
-                } else {
-                    entry = f.rev_sent;
-                    f.rev_sent += 1;
-                }
-            }
-            self.meta[slot as usize] = Meta { len: n as u32, t_in: t, dst_node: dst, entry, flow };
-            let id = self.flow_id(flow, src, dst, &h);
-            if let Some(mark) = (flow != 0).then(|| self.flows[((flow & !REVERSE) - 1) as usize].mark_tc).flatten() {
-                if h.v6 {
-                    let _ = leoguard_wire::write_traffic_class(&mut self.bufs[off..off + n], mark);
-                }
-            }
-            let tc = if h.v6 { ((self.bufs[off] & 0x0f) << 4) | (self.bufs[off + 1] >> 4) } else { 0 };
-            self.pkts[slot as usize] = Packet {
-                flow: id,
-                seq: entry,
-                size: n as u32,
-                dst,
-                sent_at: Instant(t),
-                net: NetFields { tc, ..Default::default() },
-                ..Default::default()
-            };
-            self.keep_master(slot, t);
-            self.forward(src, slot, t, true);
-        }
-        true
-    }
-
-    /// The id per-hop schemes key a packet's flow by: each configured flow's two directions, then one
-    /// per other 5-tuple, in order of first sight.
-    fn flow_id(&mut self, flow: u32, src: u32, dst: u32, h: &packet::Header) -> u32 {
-        if flow != 0 {
-            return 2 * ((flow & !REVERSE) - 1) + u32::from(flow & REVERSE != 0);
-        }
-        let base = 2 * self.flows.len() as u32;
-        let n = self.extra_flows.len() as u32;
-        *self.extra_flows.entry((src, dst, h.proto, h.sport, h.dport)).or_insert(base + n)
     }
 
     fn apply(&mut self, a: Control, t: u64) {
@@ -689,6 +585,7 @@ impl DataPlane {
         self.report.priority_set = leoguard_os::set_nice(self.cfg.nice).is_ok();
         self.t0 = t0_ns;
         let cpu0 = leoguard_os::cpu_seconds();
+        let cpus0 = crate::report::cpu_times();
         let timer = TimerFd::new().map_err(os("timerfd"))?;
         let mut ep = Epoll::new(self.hosts.len() + 1).map_err(os("epoll"))?;
         let timer_token = u64::MAX;
@@ -741,9 +638,15 @@ impl DataPlane {
                 self.report.event_lateness.record(now.saturating_sub(at));
                 self.handle(at, ev);
                 now = self.clock_model();
+                if now >= self.next_flush {
+                    self.flush_due(now, false);
+                }
             }
+            // The pass is over: what waits for no more of its flow is written now, coalesced per host.
+            self.flush_due(now, false);
+            now = self.clock_model();
             self.report.busy_ns += now - work0;
-            let next = self.heap.peek().map_or(end, |r| r.0 .0.min(end));
+            let next = self.heap.peek().map_or(end, |r| r.0 .0.min(end)).min(self.next_flush);
             let wait_ms = if next > now + spin {
                 timer.arm_at(self.t0 + next - spin).map_err(os("timerfd"))?;
                 -1
@@ -763,9 +666,13 @@ impl DataPlane {
                 self.report.busy_ns += self.clock_model() - work0;
             }
         }
+        self.flush_due(self.clock_model(), true);
         drop(rx);
         if let Some(h) = driver {
             let _ = h.join();
+        }
+        for h in &self.hosts {
+            self.report.tun += h.tun.stats;
         }
         self.report.elapsed_ns = self.clock_model().min(end);
         self.report.scheme_host = self.schemes.stats;
@@ -774,6 +681,7 @@ impl DataPlane {
         self.report.leotp_host = self.leotp.stats;
         self.report.leotp = self.leotp.totals();
         self.report.cpu_s = leoguard_os::cpu_seconds() - cpu0;
+        self.report.cpu_busy_share = crate::report::busy_shares(&cpus0, &crate::report::cpu_times());
         if let (Some(tap), Some(c)) = (self.tap.as_ref(), self.cfg.capture.as_ref()) {
             self.report.capture = Some(tap.write(&c.path).map_err(os(format!("writing the capture {}", c.path)))?);
         }

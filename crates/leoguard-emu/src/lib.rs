@@ -9,11 +9,13 @@ pub mod config;
 pub mod dataplane;
 pub mod hbh;
 pub mod hist;
+mod hostio;
 pub mod leotp;
 pub mod net;
 pub mod packet;
 pub mod report;
 pub mod schemes;
+pub mod tunio;
 
 pub use dataplane::{DataPlane, EmuConfig, EmuError, Report};
 pub use net::EmuNet;

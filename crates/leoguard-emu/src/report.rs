@@ -23,6 +23,31 @@ fn ms(h: &Histogram) -> Value {
     json!({"p50": q(0.5), "p99": q(0.99), "mean": (h.mean() / 1e6 * 1e4).round() / 1e4, "n": h.count()})
 }
 
+/// Per CPU: (busy, total) jiffies from /proc/stat (busy: all but idle and iowait); empty if unreadable.
+pub fn cpu_times() -> Vec<(u64, u64)> {
+    let Ok(text) = std::fs::read_to_string("/proc/stat") else { return Vec::new() };
+    text.lines()
+        .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
+        .map(|l| {
+            let v: Vec<u64> = l.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+            let total: u64 = v.iter().sum();
+            let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+            (total - idle, total)
+        })
+        .collect()
+}
+
+/// Each CPU's busy share between two `cpu_times` readings.
+pub fn busy_shares(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<f64> {
+    a.iter()
+        .zip(b)
+        .map(|(&(b0, t0), &(b1, t1))| {
+            let t = t1.saturating_sub(t0).max(1) as f64;
+            (b1.saturating_sub(b0) as f64 / t * 1e3).round() / 1e3
+        })
+        .collect()
+}
+
 /// The report as one JSON object.
 pub fn to_json(r: &Report, late_us: u64) -> Value {
     let drops: serde_json::Map<String, Value> = r
@@ -49,6 +74,7 @@ pub fn to_json(r: &Report, late_us: u64) -> Value {
         "realtime_ok": realtime_ok,
         "cpu_s": r.cpu_s,
         "busy_s": r.busy_ns as f64 / 1e9,
+        "cpu_busy_share": r.cpu_busy_share,
         "capture": r.capture.map(|(w, m)| json!({"written": w, "missed": m})),
         "scheme": r.scheme_counters.iter().map(|(k, v)| ((*k).to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "scheme_host": {
@@ -64,6 +90,15 @@ pub fn to_json(r: &Report, late_us: u64) -> Value {
             m.insert("malformed".into(), json!(r.leotp_host.malformed));
             Value::Object(m)
         }),
+        "offload": {
+            "hosts": r.offload_hosts, "uso_hosts": r.uso_hosts, "note": r.offload_note,
+            "reads": r.tun.reads, "read_packets": r.tun.read_packets,
+            "writes": r.tun.writes, "written_packets": r.tun.written_packets,
+            "refused_reads": r.tun.refused_reads, "failed_writes": r.tun.failed_writes,
+            "flush_us": us(&r.flush_time),
+            "packets_per_read": (r.tun.reads > 0).then(|| r.tun.read_packets as f64 / r.tun.reads as f64),
+            "packets_per_write": (r.tun.writes > 0).then(|| r.tun.written_packets as f64 / r.tun.writes as f64),
+        },
         "driver_error": r.driver_error,
         "priority_set": r.priority_set,
         "flows": r.flows.iter().map(|f| json!({

@@ -77,6 +77,12 @@ def check(scenario: Scenario, spec: dict[str, Any]) -> list[list[tuple[int, int,
             raise LeoguardError(f"invalid flows[{i}].http = {f.http}: the emulator's web server speaks HTTP/2 only")
         if f.kind == "tcp":
             transport.check_flow(scenario, i, f, tunnelled)
+        gso = scenario.emu.udp_gso_segments
+        if f.kind == "cbr" and gso > 1 and (f.size - 48) * gso > 65_507:
+            raise LeoguardError(
+                f"invalid emu.udp_gso_segments = {gso}: flows[{i}] sends {f.size}-byte packets, and {gso} of them "
+                "exceed a UDP datagram's 65,507 bytes in one GSO write"
+            )
     for name in ("mpep", "tambur"):
         if getattr(scenario, name) is not None:
             raise LeoguardError(f"invalid [{name}]: not available on the emulator yet (docs/emulator.md, status)")
@@ -347,6 +353,7 @@ def emulate(
             "spin_us": scenario.emu.spin_us,
             "pool_packets": scenario.emu.pool_packets,
             "late_us": scenario.emu.late_us,
+            "offload": scenario.emu.offload,
         }
         if spec.get("capture"):
             cfg["capture"] = {**spec["capture"], "path": str(wdir / "capture.pcap")}
@@ -631,6 +638,7 @@ def _start_clients(
         else:
             args = [sys.executable, "-m", "leoguard.emu.udpprobe", "send", v6_addr(dst), port]
             args += [str(f.rate_mbps * 1e6), str(f.size), f"{run_s:.3f}", str(TC_EF if f.delay_sensitive else 0)]
+            args += [str(scenario.emu.udp_gso_segments)]
         procs.append((f"client{i}", _Proc(lab, src, args, wdir, f"client{i}", realtime=f.kind == "cbr")))
         if scenario.emu.ping_interval_ms is not None:
             count = max(1, int(run_s * 1000 / scenario.emu.ping_interval_ms))

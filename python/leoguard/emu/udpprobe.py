@@ -2,11 +2,13 @@
 CLOCK_MONOTONIC send time (the clock is shared by every namespace of the machine), `recv` records
 (seq, sent_ns, received_ns) per datagram, so endpoint loss and one-way delay are measured per packet.
 
-    python -m leoguard.emu.udpprobe send DST_ADDR PORT RATE_BPS SIZE DURATION_S [TRAFFIC_CLASS]
+    python -m leoguard.emu.udpprobe send DST_ADDR PORT RATE_BPS SIZE DURATION_S [TRAFFIC_CLASS [GSO]]
     python -m leoguard.emu.udpprobe recv BIND_ADDR PORT DURATION_S OUT_FILE
 
 The receiver writes a JSON object {"sent_by_seq_max", "records": [[seq, sent_ns, recv_ns], ...]}; the
-sender prints {"sent": N} when done."""
+sender prints {"sent": N} when done. With GSO > 1 the sender hands the kernel GSO datagrams at a time
+in one write (UDP_SEGMENT, as QUIC stacks do), each with its own sequence number: the host's kernel
+passes such a write on as one super-packet where its device takes UDP segmentation offload."""
 
 from __future__ import annotations
 
@@ -21,7 +23,11 @@ import time
 HEADER = struct.Struct("!QQ")
 
 
-def send(dst: str, port: int, rate_bps: float, size: int, duration_s: float, tclass: int = 0) -> int:
+#: Linux's UDP_SEGMENT socket option (SOL_UDP): the segment size of a GSO write.
+UDP_SEGMENT = 103
+
+
+def send(dst: str, port: int, rate_bps: float, size: int, duration_s: float, tclass: int = 0, gso: int = 1) -> int:
     fam = socket.AF_INET6 if ":" in dst else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_DGRAM)
     if tclass:
@@ -34,7 +40,10 @@ def send(dst: str, port: int, rate_bps: float, size: int, duration_s: float, tcl
         s.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, 6)
     # Payload size so the IP packet is `size` bytes (IPv6 + UDP headers: 48, IPv4: 28).
     overhead = 48 if fam == socket.AF_INET6 else 28
-    payload = bytearray(max(HEADER.size, size - overhead))
+    seg = max(HEADER.size, size - overhead)
+    if gso > 1:
+        s.setsockopt(socket.IPPROTO_UDP, UDP_SEGMENT, seg)
+    payload = bytearray(seg * gso)
     interval_ns = int(size * 8 / rate_bps * 1e9)
     start = time.monotonic_ns()
     end = start + int(duration_s * 1e9)
@@ -49,13 +58,15 @@ def send(dst: str, port: int, rate_bps: float, size: int, duration_s: float, tcl
             if gap > 200_000:
                 time.sleep((gap - 100_000) / 1e9)
             continue
-        HEADER.pack_into(payload, 0, seq, time.monotonic_ns())
+        stamp = time.monotonic_ns()
+        for k in range(gso):
+            HEADER.pack_into(payload, k * seg, seq + k, stamp)
         # A full queue at the sender is loss at the sender: counted here and in the receiver's gaps.
         try:
             s.sendto(payload, (dst, port))
         except OSError:
-            errors += 1
-        seq += 1
+            errors += gso
+        seq += gso
     _drop_realtime()
     print(json.dumps({"sent": seq, "send_errors": errors}), flush=True)
     return 0
@@ -93,9 +104,10 @@ def recv(bind: str, port: int, duration_s: float, out: str) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if argv and argv[0] == "send" and len(argv) in (6, 7):
-        tclass = int(argv[6]) if len(argv) == 7 else 0
-        return send(argv[1], int(argv[2]), float(argv[3]), int(argv[4]), float(argv[5]), tclass)
+    if argv and argv[0] == "send" and len(argv) in (6, 7, 8):
+        tclass = int(argv[6]) if len(argv) >= 7 else 0
+        gso = int(argv[7]) if len(argv) == 8 else 1
+        return send(argv[1], int(argv[2]), float(argv[3]), int(argv[4]), float(argv[5]), tclass, gso)
     if argv and argv[0] == "recv" and len(argv) == 5:
         return recv(argv[1], int(argv[2]), float(argv[3]), argv[4])
     print(__doc__, file=sys.stderr)
