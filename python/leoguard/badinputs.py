@@ -255,6 +255,11 @@ CASES: list[Case] = [
     Case("emu udp_gso_segments past a datagram", ["emu", "run", "s.toml"], "udp_gso_segments",
          {"s.toml": CHAIN.replace('kind = "tcp"', 'kind = "cbr"\nrate_mbps = 1\nsize = 1500')
           + "[emu]\nudp_gso_segments = 64\n"}),
+    Case("reproduce satguard --engine gpu", ["reproduce", "satguard", "--engine", "gpu"], "--engine"),
+    Case("reproduce satguard --engine emu with --scheme", ["reproduce", "satguard", "--engine", "emu", "--scheme",
+         "tambur"], "--scheme"),
+    Case("reproduce satguard --engine emu with an unknown pair", ["reproduce", "satguard", "--engine", "emu",
+         "--pair", "MARS-LON"], "MARS-LON"),
     Case("validate tcp-trace on a missing results directory", ["validate", "tcp-trace", "run-x"], "run-x"),
     Case("validate tcp-trace --pacing maybe", ["validate", "tcp-trace", "run-x", "--pacing", "maybe"], "--pacing"),
     Case("validate tcp-trace on a capture without the flow", ["validate", "tcp-trace", "r"], "flows[0]",

@@ -103,6 +103,7 @@ def emu_bench(
     scheme: str = "satguard",
     offload: bool = True,
     queue_bytes: int | None = None,
+    rps: bool = True,
 ) -> dict[str, Any]:
     """The emulator's data plane on its one core (issues 12, 30): iperf3 with kernel CUBIC and `streams`
     parallel streams across a `hops`-hop chain of `rate_mbps` links with 1 ms each and one
@@ -126,7 +127,7 @@ def emu_bench(
             "duration_s": seconds,
             "topology": {"kind": "chain", "hops": hops, "rate_mbps": rate_mbps, "delay_ms": 1.0, "queue_bytes": queue},
             "flows": [{"kind": "tcp", "src": 0, "dst": hops, "cc": "cubic", "delay_sensitive": True}],
-            "emu": {"streams": streams, "max_packet_hops_per_s": 1e12, "omit_s": 1.0, "offload": offload},
+            "emu": {"streams": streams, "max_packet_hops_per_s": 1e12, "omit_s": 1.0, "offload": offload, "rps": rps},
             **({scheme: {}} if scheme != "none" else {}),
         }
     )
@@ -142,6 +143,7 @@ def emu_bench(
         "scheme": scheme,
         "streams": streams,
         "queue_bytes": queue,
+        "rps": rps,
         "timing_error_us": {k: e["timing_error_us"][k] for k in ("p50", "p99", "max")},
         "drops_unexplained": e["drops_unexplained"],
         "drops": e["drops"],

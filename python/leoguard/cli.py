@@ -635,6 +635,9 @@ def bench_emu(
     queue_bytes: Annotated[
         int | None, typer.Option(min=1, help="Queue of every link (default: one bandwidth-delay product).")
     ] = None,
+    rps: Annotated[
+        bool, typer.Option("--rps/--no-rps", help="Steer the hosts' receive processing off the data plane's CPU.")
+    ] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """The emulator's data plane on its one core: iperf3 (kernel CUBIC, several streams, marked
@@ -644,7 +647,7 @@ def bench_emu(
 
     if scheme not in ("satguard", "linkguardian", "none"):
         raise LeoguardError(f"invalid --scheme = {scheme}: use satguard, linkguardian or none")
-    _show(emu_bench(hops, rate_mbps, streams, seconds, scheme, offload, queue_bytes), as_json)
+    _show(emu_bench(hops, rate_mbps, streams, seconds, scheme, offload, queue_bytes, rps), as_json)
 
 
 @app.command("demo")

@@ -75,16 +75,31 @@ def reproduce_satguard(
             "docs/realism.md) instead of the paper's 1 Gbit/s ground links and starlink loss model.",
         ),
     ] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="sim: the whole evaluation in the simulator. emu / both: Fig 13's bulk experiment on the "
+            "real-time emulator with Linux's CUBIC (none, lossless, LinkGuardian, SATGUARD with and without "
+            "its exit buffer; default pairs NYC-LON and SYD-NYC), both: beside the simulator's same runs (root).",
+        ),
+    ] = "sim",
 ) -> None:
     """SATGUARD's evaluation (§4): SATGUARD, SaTCP, Tambur, M-PEP, LinkGuard and no protection over
     Starlink shell 1 for 8 city pairs; a TCP stream's delay (Fig 12), bulk TCP (Fig 13), web browsing
     (Fig 14) and WebRTC (Figs 15-17). Runs go to the result store (stored runs are skipped); figures,
     report.md and table.json go to --out. With --json, prints the paper-vs-leoguard table as rows
-    {metric, scheme, pair, paper, leoguard}."""
+    {metric, scheme, pair, paper, leoguard}. With --engine emu|both, Fig 13's bulk experiment on real
+    kernel TCP instead (fig13-engines.md and .json in --out; --json prints its rows)."""
     from leoguard.reproduce.satguard import reproduce
 
     if quick and full:
         raise LeoguardError("give --quick or --full, not both")
+    if engine not in ("sim", "emu", "both"):
+        raise LeoguardError(f"--engine {engine!r}: choose sim, emu or both")
+    if engine != "sim":
+        _fig13_engines(engine, "full" if full else "quick", pair, scheme, workload, starlink_profile, out, as_json)
+        return
     bar, cb = _sweep_progress(not as_json)
     with bar:
         r = reproduce(
@@ -104,6 +119,50 @@ def reproduce_satguard(
     console.print(f"report: {r.report}; figures and table.json in {out}; runs in {store}")
     if r.sweep.failed:
         raise typer.Exit(1)
+
+
+def _fig13_engines(
+    engine: str,
+    mode: str,
+    pairs: list[str] | None,
+    schemes: list[str] | None,
+    workloads: list[str] | None,
+    profile: str | None,
+    out: Path,
+    as_json: bool,
+) -> None:
+    """`reproduce satguard --engine emu|both`: Fig 13 on real stacks (leoguard.reproduce.satguard_emu)."""
+    import json
+
+    from leoguard.reproduce import satguard_emu
+
+    if schemes:
+        raise LeoguardError(f"--scheme with --engine {engine}: the emulated Fig 13 runs its own variants "
+                            f"({', '.join(satguard_emu.VARIANTS)})")  # fmt: skip
+    if workloads and list(workloads) != ["bulk"]:
+        raise LeoguardError(f"--workload with --engine {engine}: the emulator runs Fig 13's bulk workload only")
+    if profile:
+        raise LeoguardError(f"--starlink-profile with --engine {engine}: not built for the emulated Fig 13")
+    import os
+
+    if os.geteuid() != 0:
+        raise LeoguardError(f"--engine {engine} needs root (the emulator makes network namespaces and TUN devices)")
+    engines = ["emu", "sim"] if engine == "both" else ["emu"]
+
+    def progress(r: dict) -> None:
+        if not as_json:
+            what = r.get("error") or f"{r['goodput_mbps']} Mbit/s"
+            console.print(f"{r['engine']} {r['pair']} {r['variant']}: {what}")
+
+    rows = satguard_emu.run(pairs, mode, engines, on_run=progress)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "fig13-engines.json").write_text(json.dumps(rows, indent=1))
+    (out / "fig13-engines.md").write_text(satguard_emu.table(rows) + "\n")
+    if as_json:
+        _emit(rows)
+        return
+    console.print(satguard_emu.table(rows))
+    console.print(f"rows in {out / 'fig13-engines.json'}")
 
 
 @reproduce_app.command("startcp")

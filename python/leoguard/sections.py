@@ -212,6 +212,10 @@ class Emu(_Model):
     """The UDP probe of cbr flows writes this many datagrams at a time as one UDP GSO write
     (UDP_SEGMENT, as QUIC stacks send): with offloads on, the data plane reads them as one super-packet
     and splits it. 1: one datagram per write."""
+    rps: bool = True
+    """Steer the hosts' kernel receive processing of what the data plane writes to their TUNs to the
+    hosts' CPUs (RPS; each steered write costs an inter-processor interrupt). Off: it runs on the data
+    plane's CPU, inside its write."""
     offload: bool = True
     """Segmentation offloads on the hosts' TUN devices: the hosts' kernels hand the data plane TCP
     super-packets of up to 64 KB, which it splits into their segments before the first link, and the

@@ -30,7 +30,8 @@ pub(crate) const READ_BATCH: usize = 8;
 
 /// Longest a TCP or UDP segment with data waits for more of its flow to coalesce with, ns: a host's
 /// queued deliveries are written when the oldest has waited this long, when its host has
-/// `tunio::MAX_PENDING` waiting, or at the end of the pass that queued a packet GRO would not merge.
+/// `tunio::MAX_PENDING` waiting, or at the end of the pass that queued a packet not worth holding (one
+/// GRO would not merge, or one with nothing arriving behind it on its last link within the hold).
 pub(crate) const WRITE_HOLD_NS: u64 = 20_000;
 
 /// Bytes per buffer slot: an MTU of up to 2000 bytes plus room for options a scheme adds.
@@ -273,6 +274,8 @@ pub struct DataPlane {
     pub(crate) tap: Option<crate::capture::Tap>,
     /// When the next host's queued deliveries are due to be written (model ns; MAX: none queued).
     pub(crate) next_flush: u64,
+    /// While an arrival is handled: when the next packet on the same link arrives (model ns; MAX: none).
+    pub(crate) next_arrival: u64,
 }
 
 /// Index of an event in `evs` (the heap orders (time, seq, key); the key is only a tie-free handle).
@@ -365,6 +368,7 @@ impl DataPlane {
             extra_flows: HashMap::new(),
             tap: cfg.capture.as_ref().map(|c| crate::capture::Tap::new(c, nodes)),
             next_flush: u64::MAX,
+            next_arrival: u64::MAX,
             cfg,
         };
         dp.report.flows = vec![FlowStats::default(); dp.flows.len()];
@@ -538,7 +542,10 @@ impl DataPlane {
                     self.push(t.as_nanos(), Ev::Arrive { link: l, slot: s, epoch });
                 }
                 self.report.packet_hops += 1;
+                // A delivery holds for coalescing only if more is about to arrive over its last link.
+                self.next_arrival = next.map_or(u64::MAX, |(t, _)| t.as_nanos());
                 self.arrive_at(to, LinkId(l), slot, at);
+                self.next_arrival = u64::MAX;
             }
             Ev::Timer { node, token } => self.with_hook(node, at, |a, c| a.on_timer(token, c)),
             Ev::LeotpTimer(node) => self.leotp_timer(node, at),

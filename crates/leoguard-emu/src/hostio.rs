@@ -24,7 +24,10 @@ impl DataPlane {
             let now = self.clock_model();
             let host = &mut self.hosts[h];
             let pkt = &self.bufs[off..off + m.len as usize];
-            let mergeable = crate::tunio::gro_candidate(pkt, host.tun.udp_gso());
+            // Worth holding: GRO could merge it, and the next packet on its last link arrives within the
+            // hold (a paced flow's packets, spaced wider, are written at the end of the pass).
+            let mergeable = self.next_arrival.saturating_sub(t) <= WRITE_HOLD_NS
+                && crate::tunio::gro_candidate(pkt, host.tun.udp_gso());
             let full = host.tun.send(pkt).unwrap_or(true);
             if host.pending.is_empty() {
                 host.hold_since = now;

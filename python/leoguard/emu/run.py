@@ -381,7 +381,7 @@ def emulate(
         msg = json.loads(line) if line.strip() else {"error": (wdir / "dataplane.err").read_text()[-2000:]}
         if "error" in msg:
             raise LeoguardError(f"the emulator's data plane did not start: {msg['error'].strip()}")
-        lab.configure(_Proc.cpus)
+        lab.configure(_Proc.cpus if scenario.emu.rps else None)
         inner = _start_tunnels(scenario, flows, lab, wdir, stack, tunnelled)
         sites: dict[int, Any] = {}
         procs = _start_servers(scenario, flows, lab, wdir, stack, sites)
@@ -718,6 +718,9 @@ def _results(
                         f"(emu.tail_s, now {scenario.emu.tail_s:g} s)"
                     )
             tools[f"iperf3_{i}"] = {k: rep.get(k) for k in ("error", "start", "end")}
+            tools[f"iperf3_{i}"]["received_mbps"] = transport.iperf3_received(
+                outputs.get(f"server{i}", (None, "", ""))[1]
+            )
             if "error" in rep and rep.get("error"):
                 raise LeoguardError(f"flows[{i}]: iperf3 failed: {rep['error']}")
             recv = rep["end"]["sum_received"]

@@ -224,6 +224,25 @@ def startcp_rows(
     return stalls, gaps
 
 
+def iperf3_received(server_out: str) -> list[float] | None:
+    """What an iperf3 server (`-J`) received per reporting interval, Mbit/s, omitted and partial (< 0.5 s)
+    intervals left out:
+    the flow's delivered goodput second by second (the client's intervals count bytes written to the
+    socket). None if the server printed no report."""
+    try:
+        rep = json.loads(server_out)
+    except ValueError:
+        return None
+    out = []
+    for iv in rep.get("intervals") or []:
+        s = iv.get("sum") or {}
+        # A last, partial interval (the test's end) is no second of goodput.
+        if s.get("omitted") or float(s.get("seconds") or 0.0) < 0.5:
+            continue
+        out.append(round(float(s.get("bits_per_second", 0.0)) / 1e6, 3))
+    return out
+
+
 def iperf3_series(i: int, rep: dict[str, Any], start_ns: int) -> list[dict[str, Any]]:
     """An iperf3 flow's intervals as `series` rows (sender side: bytes written to the socket stand for
     `acked_bytes`, the kernel's cwnd and RTT of the first stream; in flight is not reported). `start_ns`:
