@@ -6,10 +6,11 @@
 //! offload, and one read carries tens of segments. A read is split into its MTU segments at once
 //! (checksums, IP IDs, lengths and sequence numbers rewritten per segment) and each segment enters the
 //! emulated network on its own: queued, delayed, lost and reordered as a packet of its own. On the way
-//! out, the packets due for one host are held until the end of the data plane's current pass over due
-//! events (or [`MAX_PENDING`] of them), and segments of one flow that are contiguous are coalesced
-//! into one GSO write (GRO), so the receiving kernel handles a super-packet too. Each packet's
-//! lateness is taken when its write is made, so the hold is part of the reported timing error.
+//! out, a segment with more of its link's packets arriving right behind it is held briefly (the data
+//! plane's `WRITE_HOLD_NS`, or until [`MAX_PENDING`] wait), anything else is written at the end of the
+//! current pass over due events, and segments of one flow that are contiguous are coalesced into one
+//! GSO write (GRO), so the receiving kernel handles a super-packet too. Each packet's lateness is
+//! taken when its batch's write begins, so the hold is part of the reported timing error.
 //!
 //! The segmentation and coalescing are `tun-rs`'s (a port of wireguard-go's, which Tailscale and
 //! WireGuard run): `recv_multiple` splits, `send_multiple` with a [`GROTable`] coalesces. A kernel
