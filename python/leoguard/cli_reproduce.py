@@ -143,10 +143,6 @@ def _fig13_engines(
         raise LeoguardError(f"--workload with --engine {engine}: the emulator runs Fig 13's bulk workload only")
     if profile:
         raise LeoguardError(f"--starlink-profile with --engine {engine}: not built for the emulated Fig 13")
-    import os
-
-    if os.geteuid() != 0:
-        raise LeoguardError(f"--engine {engine} needs root (the emulator makes network namespaces and TUN devices)")
     engines = ["emu", "sim"] if engine == "both" else ["emu"]
 
     def progress(r: dict) -> None:

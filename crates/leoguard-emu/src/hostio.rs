@@ -20,8 +20,10 @@ impl DataPlane {
         self.meta[slot as usize].len = len as u32;
         let m = self.meta[slot as usize];
         if self.hosts[h].tun.offload() {
-            // Queued for the host's next (coalesced) write; its bytes are copied, its slot is free.
-            let now = self.clock_model();
+            // Queued for the host's next (coalesced) write; its bytes are copied, its slot is free. The
+            // clock is read only for a host's first queued packet (the loop reads it once per event).
+            let first = self.hosts[h].pending.is_empty();
+            let now = if first { self.clock_model() } else { 0 };
             let host = &mut self.hosts[h];
             let pkt = &self.bufs[off..off + m.len as usize];
             // Worth holding: GRO could merge it, and the next packet on its last link arrives within the
@@ -29,7 +31,7 @@ impl DataPlane {
             let mergeable = self.next_arrival.saturating_sub(t) <= WRITE_HOLD_NS
                 && crate::tunio::gro_candidate(pkt, host.tun.udp_gso());
             let full = host.tun.send(pkt).unwrap_or(true);
-            if host.pending.is_empty() {
+            if first {
                 host.hold_since = now;
                 self.next_flush = self.next_flush.min(now + WRITE_HOLD_NS);
             }

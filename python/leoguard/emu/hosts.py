@@ -121,6 +121,12 @@ def _write_sysctl(key: str, value: str) -> None:
         raise LeoguardError(f"cannot set {key} = {value} in an emulator namespace: {e.strerror}") from e
 
 
+def require_root() -> None:
+    """The emulator makes network namespaces and TUN devices: refused, by name, without root."""
+    if os.geteuid() != 0:
+        raise LeoguardError("the emulator needs root (network namespaces and TUN devices)")
+
+
 def _route_cc(ns: Any, index: int) -> str | None:
     """The congestion control (RTAX_CC_ALGO) on the IPv6 route of the TUN `index`, as the kernel
     holds it."""
@@ -176,8 +182,7 @@ class Lab:
     def create(self, nodes: dict[int, str], mtu: int) -> None:
         """Creates a namespace per node (value: the kernel congestion control its connections are born with,
         set on its routes by `configure`)."""
-        if os.geteuid() != 0:
-            raise LeoguardError("the emulator needs root (network namespaces and TUN devices)")
+        require_root()
         netns = _pyroute2().netns
         for node, cc in sorted(nodes.items()):
             name = f"{PREFIX}{self.run_id}-{node}"

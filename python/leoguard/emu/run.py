@@ -25,8 +25,9 @@ from typing import Any, Protocol
 import polars as pl
 
 from leoguard import _core, sysdeps
-from leoguard.emu import tcpinfo, transport
+from leoguard.emu import tcpinfo, transport, udpprobe
 from leoguard.emu.hosts import Lab, cleanup, softnet_drops, v6_addr
+from leoguard.emu.liquid import TUNNEL_PORT, liquid_flows, start_tunnels, stop_tunnels
 from leoguard.emu.results import EmuResults
 from leoguard.emu.transport import KERNEL_CC, flow_stack
 from leoguard.errors import LeoguardError
@@ -36,30 +37,6 @@ from leoguard.simulate import interruptions_table, lossy_seconds_table, startcp_
 BASE_PORT = 5201
 TC_EF = 0xB8
 """IPv6 Traffic Class of delay-sensitive flows (DSCP EF): what SATGUARD processes (§3.5)."""
-
-
-TUNNEL_PORT = 7000
-
-
-def liquid_flows(scenario: Scenario) -> list[int]:
-    """The tcp flows `[liquid]` carries (all, or those it lists), as the simulator picks them."""
-    if scenario.liquid is None:
-        return []
-    listed = scenario.liquid.flows
-    return [i for i, f in enumerate(scenario.flows) if f.kind == "tcp" and (listed is None or i in listed)]
-
-
-def _tunnel_fec(scenario: Scenario) -> dict[str, Any]:
-    """The scenario's `[liquid]` as leoguard-tunnel's `[fec]` table (docs/tunnel.md)."""
-    q = scenario.liquid
-    assert q is not None
-    return {
-        "mode": "liquid", "symbol_size": q.symbol_size, "block_time_ms": q.block_ms, "idle_time_ms": q.idle_ms,
-        "repair_ratio": q.repair_ratio, "adaptive": q.adaptive, "adaptive_target": q.adaptive_target,
-        "abandon_after_ms": q.abandon_ms, "in_order": q.in_order, "max_block_packets": q.max_block_packets,
-        "feedback_delay_ms": q.feedback_delay_ms, "feedback_interval_ms": q.feedback_interval_ms,
-        "feedback_retry_ms": q.feedback_retry_ms,
-    }  # fmt: skip
 
 
 def check(scenario: Scenario, spec: dict[str, Any]) -> list[list[tuple[int, int, int, int]]]:
@@ -78,10 +55,10 @@ def check(scenario: Scenario, spec: dict[str, Any]) -> list[list[tuple[int, int,
         if f.kind == "tcp":
             transport.check_flow(scenario, i, f, tunnelled)
         gso = scenario.emu.udp_gso_segments
-        if f.kind == "cbr" and gso > 1 and (f.size - 48) * gso > 65_507:
+        if f.kind == "cbr" and gso > 1 and udpprobe.payload_bytes(f.size) * gso > udpprobe.MAX_WRITE:
             raise LeoguardError(
                 f"invalid emu.udp_gso_segments = {gso}: flows[{i}] sends {f.size}-byte packets, and {gso} of them "
-                "exceed a UDP datagram's 65,507 bytes in one GSO write"
+                f"exceed a UDP write's {udpprobe.MAX_WRITE:,} bytes in one GSO write"
             )
     for name in ("mpep", "tambur"):
         if getattr(scenario, name) is not None:
@@ -382,7 +359,7 @@ def emulate(
         if "error" in msg:
             raise LeoguardError(f"the emulator's data plane did not start: {msg['error'].strip()}")
         lab.configure(_Proc.cpus if scenario.emu.rps else None)
-        inner = _start_tunnels(scenario, flows, lab, wdir, stack, tunnelled)
+        inner = start_tunnels(scenario, flows, lab, wdir, stack, tunnelled)
         sites: dict[int, Any] = {}
         procs = _start_servers(scenario, flows, lab, wdir, stack, sites)
         samplers = _start_tcpinfo(scenario, flows, AppHosts(lab, wdir))
@@ -426,7 +403,7 @@ def emulate(
         outputs: dict[str, Any] = {tag: p.finish(remaining + 2.0) for tag, p in procs}
         app_raw = [app.finish(remaining + 2.0) for app in apps]
         if tunnelled:
-            emu["liquid"] = _stop_tunnels(lab, wdir, inner)
+            emu["liquid"] = stop_tunnels(lab, wdir, inner)
         for i, f in enumerate(scenario.flows):
             if f.kind == "cbr":
                 probe = wdir / f"probe{i}.json"
@@ -482,59 +459,6 @@ class _WebLoads:
     def finish(self, timeout: float) -> tuple[int | None, str, str]:
         self._t.join(max(0.0, timeout))
         return (0 if not self._t.is_alive() else None, json.dumps(self.rows), "")
-
-
-def _start_tunnels(
-    scenario: Scenario,
-    flows: list[dict[str, Any]],
-    lab: Lab,
-    wdir: Path,
-    stack: contextlib.ExitStack,
-    tunnelled: list[int],
-) -> dict[int, str]:
-    """The real liquid tunnel (leoguard-tunnel) between the ends of each tunnelled flow: one pair per
-    pair of hosts, its RaptorQ-coded, encrypted datagrams crossing the emulated links. Returns each
-    tunnelled flow's destination address inside the tunnel."""
-    from leoguard.tunnel import up
-
-    if not tunnelled:
-        return {}
-    fec = _tunnel_fec(scenario)
-    key = wdir / "tunnel.key"
-    key.write_bytes(os.urandom(32))
-    key.chmod(0o600)
-    pairs: dict[tuple[int, int], int] = {}
-    inner: dict[int, str] = {}
-    for i in tunnelled:
-        a, b = flows[i]["src"], flows[i]["dst"]
-        k = pairs.setdefault((min(a, b), max(a, b)), len(pairs))
-        inner[i] = f"10.203.{k}.{2 if b > a else 1}"
-    for (a, b), k in pairs.items():
-        for me, peer, host in ((a, b, 1), (b, a, 2)):
-            cfg = wdir / f"tunnel{k}-{me}.toml"
-            lines = [
-                'name = "lgq"', f'address = "10.203.{k}.{host}/30"', "mtu = 1400",
-                f'local = "[{v6_addr(me)}]:{TUNNEL_PORT}"', f'peer = "[{v6_addr(peer)}]:{TUNNEL_PORT}"',
-                f'key_file = "{key}"', "stats_interval_ms = 500", "[fec]",
-            ] + [f"{x} = {json.dumps(v)}" for x, v in fec.items()]  # fmt: skip
-            cfg.write_text("\n".join(lines) + "\n")
-            h = up(cfg, run_dir=wdir / f"tunnel{k}-{me}", netns=lab.hosts[me].netns)
-            lab.add_child(h.pid)
-            # Connections into the tunnel are born with the host's algorithm too (hosts.py).
-            lab.route_cc(me, f"10.203.{k}.0/30", "lgq")
-    return inner
-
-
-def _stop_tunnels(lab: Lab, wdir: Path, inner: dict[int, str]) -> dict[str, Any]:
-    """Stops every tunnel end; returns each end's exit counters (leoguard-tunnel's exit line) by
-    `tunnel<pair>-<node>`."""
-    from leoguard.tunnel import down
-
-    out: dict[str, Any] = {}
-    for d in sorted(wdir.glob("tunnel*-*")):
-        if d.is_dir():
-            out[d.name] = down("lgq", run_dir=d, netns=lab.hosts[int(d.name.split("-")[1])].netns) or {}
-    return out
 
 
 def _start_tcpinfo(scenario: Scenario, flows: list[dict[str, Any]], hosts: AppHosts) -> list:

@@ -26,6 +26,14 @@ HEADER = struct.Struct("!QQ")
 #: Linux's UDP_SEGMENT socket option (SOL_UDP): the segment size of a GSO write.
 UDP_SEGMENT = 103
 
+#: The most payload one UDP write may carry (a GSO write included), bytes.
+MAX_WRITE = 65_507
+
+
+def payload_bytes(size: int, v6: bool = True) -> int:
+    """A datagram's payload so its IP packet is `size` bytes (IPv6 + UDP headers: 48, IPv4: 28)."""
+    return max(HEADER.size, size - (48 if v6 else 28))
+
 
 def send(dst: str, port: int, rate_bps: float, size: int, duration_s: float, tclass: int = 0, gso: int = 1) -> int:
     fam = socket.AF_INET6 if ":" in dst else socket.AF_INET
@@ -38,9 +46,7 @@ def send(dst: str, port: int, rate_bps: float, size: int, duration_s: float, tcl
         # A marked packet also gets the interactive priority EF conventionally maps to (6), so the
         # host's own queue (pfifo_fast bands) does not hold it behind its bulk traffic.
         s.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, 6)
-    # Payload size so the IP packet is `size` bytes (IPv6 + UDP headers: 48, IPv4: 28).
-    overhead = 48 if fam == socket.AF_INET6 else 28
-    seg = max(HEADER.size, size - overhead)
+    seg = payload_bytes(size, fam == socket.AF_INET6)
     if gso > 1:
         s.setsockopt(socket.IPPROTO_UDP, UDP_SEGMENT, seg)
     payload = bytearray(seg * gso)

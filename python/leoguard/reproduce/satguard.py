@@ -191,7 +191,7 @@ def scenario(pair: str, scheme: str, workload: str, mode: Mode) -> Scenario:
 # Metrics of one run (stored in the catalogue) and the tables the figures need.
 
 
-def _throughput_samples(res: Results) -> list[float]:
+def throughput_samples(res: Results) -> list[float]:
     """Goodput per 1 s of the bulk flow, Mbit/s (from the acknowledged bytes)."""
     s = res.series.filter(pl.col("flow") == 0)
     if s.is_empty():
@@ -229,7 +229,7 @@ def delay_metrics(res: Results) -> dict[str, Any]:
 
 
 def bulk_metrics(res: Results) -> dict[str, Any]:
-    thr = _throughput_samples(res)
+    thr = throughput_samples(res)
     f = res.flows.row(0, named=True)
     return {
         "workload": "bulk",

@@ -63,7 +63,7 @@ def run_one(pair: str, variant: str, mode: sg.Mode, engine: str) -> dict[str, An
             from leoguard.simulate import simulate
 
             res = simulate(sc)
-            per_s = sg._throughput_samples(res)
+            per_s = sg.throughput_samples(res)
             row["goodput_mbps"] = round(res.flows.row(0, named=True)["goodput_bps"] / 1e6, 2)
         else:
             from leoguard.emu import emulate
@@ -96,6 +96,11 @@ def run(
     for p in pairs:
         if p not in sg.PAIRS:
             raise LeoguardError(f"unknown pair {p!r} (known: {', '.join(sg.PAIRS)})")
+    if "emu" in engines:
+        # Checked once here, not as an error row of every emulated run.
+        from leoguard.emu.hosts import require_root
+
+        require_root()
     mode = dataclasses.replace(sg.MODES[mode_name])
     rows = []
     for engine in sorted(engines, key=lambda e: e != "emu"):
