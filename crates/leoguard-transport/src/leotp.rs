@@ -15,7 +15,7 @@ use leoguard_core::{Duration, Instant};
 use leoguard_proto::leotp::{pattern_byte, ConsumerStats, ProducerStats, LEOTP_HEADER_LEN, LEOTP_MSS};
 use serde::Serialize;
 
-use crate::args::{addr, byte_count, flags, get, seconds, Flags};
+use crate::args::{addr, byte_count, out_file, peer, seconds};
 use crate::report::WakeLateness;
 
 /// Largest content the header's 32-bit offsets address.
@@ -28,16 +28,20 @@ producer stamps Data with the last Interest's ts advanced by how long that Inter
 (LEOTP's hop RTT with both clocks cancelled), so it is the round trip without the producer's hold time, not a \
 one-way delay; the emulator's data plane measures the one-way delay of the Data packets";
 
-/// `leotp-serve` arguments.
-#[derive(Clone, Debug, PartialEq)]
+/// `leotp-serve`: a LEOTP producer on `--bind`, until a signal or `--timeout`.
+#[derive(clap::Args, Clone, Debug, PartialEq)]
 pub struct ServeArgs {
-    /// Address to bind.
+    /// Address to bind, ADDR:PORT ([v6]:port for IPv6).
+    #[arg(long, value_name = "ADDR:PORT", value_parser = addr)]
     pub bind: SocketAddr,
-    /// Content length (default [`MAX_BYTES`]).
+    /// Content length (suffixes K, M, G: powers of 1024; at most the default, 4 GiB - 1).
+    #[arg(long, value_name = "N", value_parser = content_bytes, default_value_t = MAX_BYTES)]
     pub bytes: u64,
     /// Where the JSON summary also goes.
+    #[arg(long, value_name = "FILE.json", value_parser = out_file)]
     pub out: Option<PathBuf>,
-    /// Exit after this long.
+    /// Exit after S seconds.
+    #[arg(long, value_name = "S", value_parser = seconds)]
     pub timeout: Option<Duration>,
 }
 
@@ -50,21 +54,44 @@ pub enum FetchAmount {
     For(Duration),
 }
 
-/// `leotp-fetch` arguments.
-#[derive(Clone, Debug, PartialEq)]
+/// `leotp-fetch`: a LEOTP consumer of `--from`'s content.
+#[derive(clap::Args, Clone, Debug, PartialEq)]
+#[command(group(clap::ArgGroup::new("amount").required(true).args(["bytes", "seconds"])))]
 pub struct FetchArgs {
-    /// The producer.
+    /// The producer, ADDR:PORT ([v6]:port for IPv6).
+    #[arg(long, value_name = "ADDR:PORT", value_parser = peer)]
     pub from: SocketAddr,
-    /// Local address (default: any, an ephemeral port).
+    /// Local address, of --from's family (default: any, an ephemeral port).
+    #[arg(long, value_name = "ADDR:PORT", value_parser = addr)]
     pub bind: Option<SocketAddr>,
-    /// How much.
-    pub amount: FetchAmount,
+    /// Fetch [0, N) (suffixes K, M, G: powers of 1024; at most 4 GiB - 1).
+    #[arg(long, value_name = "N", value_parser = content_bytes)]
+    pub bytes: Option<u64>,
+    /// Fetch as much as S seconds allow (of an unbounded content).
+    #[arg(long, value_name = "S", value_parser = seconds)]
+    pub seconds: Option<Duration>,
     /// Where the JSON summary also goes.
+    #[arg(long, value_name = "FILE.json", value_parser = out_file)]
     pub out: Option<PathBuf>,
-    /// Payload bytes per Data packet (one Interest's range).
-    pub mss: u32,
-    /// Give up after this long (a `--bytes` fetch that has not completed then exits 1).
+    /// Payload bytes per Data packet, one Interest's range (default: a 1500-byte path).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(1..=LEOTP_MSS as i64))]
+    pub mss: Option<u32>,
+    /// Give up after S seconds (a --bytes fetch that has not completed then exits 1).
+    #[arg(long, value_name = "S", value_parser = seconds)]
     pub timeout: Option<Duration>,
+}
+
+impl FetchArgs {
+    /// How much: `--bytes` or `--seconds` (clap requires exactly one).
+    pub fn amount(&self) -> FetchAmount {
+        // Never zero: clap requires --seconds without --bytes.
+        self.bytes.map_or(FetchAmount::For(self.seconds.unwrap_or_default()), FetchAmount::Bytes)
+    }
+
+    /// Payload bytes per Data packet: `--mss`, or what fills a 1500-byte path.
+    pub fn effective_mss(&self) -> u32 {
+        self.mss.unwrap_or_else(|| default_mss(&self.from))
+    }
 }
 
 /// The MSS whose datagrams fill a 1500-byte path: 1453 over IPv4 (LEOTP's 1472-byte UDP payload),
@@ -74,63 +101,12 @@ pub fn default_mss(addr: &SocketAddr) -> u32 {
     (1500 - ip - 8 - LEOTP_HEADER_LEN) as u32
 }
 
-fn out_file(f: &Flags) -> Result<Option<PathBuf>, String> {
-    get(f, "--out")
-        .map(|v| {
-            let p = PathBuf::from(v);
-            if p.as_os_str().is_empty() || p.is_dir() {
-                Err(format!("--out: {v:?} is not a file name"))
-            } else {
-                Ok(p)
-            }
-        })
-        .transpose()
-}
-
 fn content_bytes(v: &str) -> Result<u64, String> {
-    let n = byte_count("--bytes", v)?;
+    let n = byte_count(v)?;
     if n > MAX_BYTES {
-        return Err(format!("--bytes: {n} is more than LEOTP's 32-bit offsets address ({MAX_BYTES})"));
+        return Err(format!("{n} is more than LEOTP's 32-bit offsets address ({MAX_BYTES})"));
     }
     Ok(n)
-}
-
-/// Parses `leotp-serve`'s arguments.
-pub fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {
-    let f = flags(args, &["--bind", "--bytes", "--out", "--timeout"])?;
-    Ok(ServeArgs {
-        bind: addr(&f, "--bind")?,
-        bytes: get(&f, "--bytes").map_or(Ok(MAX_BYTES), content_bytes)?,
-        out: out_file(&f)?,
-        timeout: seconds(&f, "--timeout")?,
-    })
-}
-
-/// Parses `leotp-fetch`'s arguments.
-pub fn parse_fetch(args: &[String]) -> Result<FetchArgs, String> {
-    let f = flags(args, &["--from", "--bind", "--bytes", "--seconds", "--out", "--mss", "--timeout"])?;
-    let from = addr(&f, "--from")?;
-    if from.port() == 0 || from.ip().is_unspecified() {
-        return Err(format!("--from: {from} is not a producer's address"));
-    }
-    let bind = get(&f, "--bind").map(|_| addr(&f, "--bind")).transpose()?;
-    if bind.is_some_and(|b| b.is_ipv6() != from.is_ipv6()) {
-        return Err("--bind: must be of --from's address family".into());
-    }
-    let amount = match (get(&f, "--bytes"), seconds(&f, "--seconds")?) {
-        (Some(b), None) => FetchAmount::Bytes(content_bytes(b)?),
-        (None, Some(d)) => FetchAmount::For(d),
-        (Some(_), Some(_)) => return Err("--bytes and --seconds: give one, not both".into()),
-        (None, None) => return Err("--bytes or --seconds is required".into()),
-    };
-    let mss = match get(&f, "--mss") {
-        None => default_mss(&from),
-        Some(v) => match v.parse::<u32>() {
-            Ok(m) if (1..=LEOTP_MSS as u32).contains(&m) => m,
-            _ => return Err(format!("--mss: expected payload bytes in 1..={LEOTP_MSS}, got {v:?}")),
-        },
-    };
-    Ok(FetchArgs { from, bind, amount, out: out_file(&f)?, mss, timeout: seconds(&f, "--timeout")? })
 }
 
 /// The producer's name for a consumer: a hash of its address (LEOTP has no flow id; the authors' code
@@ -487,35 +463,49 @@ mod tests {
     use super::*;
     use leoguard_proto::leotp::{PatternSource, Source};
 
-    fn argv(line: &str) -> Vec<String> {
-        line.split_whitespace().map(String::from).collect()
+    fn parse(line: &str) -> Result<crate::args::Command, String> {
+        crate::args::parse(&line.split_whitespace().map(String::from).collect::<Vec<_>>())
+    }
+
+    fn fetch(line: &str) -> FetchArgs {
+        match parse(&format!("leotp-fetch {line}")) {
+            Ok(crate::args::Command::LeotpFetch(f)) => f,
+            other => panic!("{line}: {other:?}"),
+        }
     }
 
     #[test]
     fn command_lines_parse_and_errors_name_their_flag() {
-        let f = parse_fetch(&argv("--from 10.108.0.1:6000 --bytes 5M --out /tmp/f.json")).expect("fetch");
-        assert_eq!((f.amount, f.mss, f.bind), (FetchAmount::Bytes(5 << 20), 1453, None));
-        let f = parse_fetch(&argv("--from [fd00::1]:6000 --seconds 2 --bind [::]:7000")).expect("fetch");
-        assert_eq!((f.amount, f.mss), (FetchAmount::For(Duration::from_secs(2)), 1433));
-        let s = parse_serve(&argv("--bind 0.0.0.0:6000")).expect("serve");
-        assert_eq!(s.bytes, MAX_BYTES);
+        let f = fetch("--from 10.108.0.1:6000 --bytes 5M --out /tmp/f.json");
+        assert_eq!((f.amount(), f.effective_mss(), f.bind), (FetchAmount::Bytes(5 << 20), 1453, None));
+        let f = fetch("--from [fd00::1]:6000 --seconds 2 --bind [::]:7000");
+        assert_eq!((f.amount(), f.effective_mss()), (FetchAmount::For(Duration::from_secs(2)), 1433));
+        assert_eq!((f.out, f.timeout), (None, None));
+        assert_eq!(fetch("--from 10.0.0.1:5 --bytes 1 --mss 1453").effective_mss(), 1453);
+        let Ok(crate::args::Command::LeotpServe(s)) = parse("leotp-serve --bind 0.0.0.0:6000") else {
+            panic!("leotp-serve did not parse");
+        };
+        assert_eq!((s.bytes, s.out, s.timeout), (MAX_BYTES, None, None));
         for (line, flag) in [
             ("--from 10.0.0.1:0 --bytes 1", "--from"),
             ("--from nowhere --bytes 1", "--from"),
             ("--from 10.0.0.1:5 --bytes 5G", "--bytes"),
             ("--from 10.0.0.1:5 --bytes 0", "--bytes"),
             ("--from 10.0.0.1:5", "--bytes or --seconds"),
-            ("--from 10.0.0.1:5 --bytes 1 --seconds 1", "--bytes and --seconds"),
+            ("--from 10.0.0.1:5 --bytes 1 --seconds 1", "cannot be used with '--seconds <S>'"),
             ("--from 10.0.0.1:5 --bytes 1 --mss 1454", "--mss"),
             ("--from 10.0.0.1:5 --bytes 1 --bind [::]:1", "--bind"),
             ("--from 10.0.0.1:5 --bytes 1 --out /tmp", "--out"),
             ("--from 10.0.0.1:5 --bytes 1 --cc bbr", "--cc"),
+            ("--bytes 1", "--from"),
         ] {
-            let e = parse_fetch(&argv(line)).expect_err(line);
+            let e = parse(&format!("leotp-fetch {line}")).expect_err(line);
             assert!(e.contains(flag) && !e.contains('\n'), "{line}: {e}");
         }
-        let e = parse_serve(&argv("--bytes 1")).expect_err("no bind");
-        assert!(e.contains("--bind"), "{e}");
+        let e = parse("leotp-serve --bytes 1").expect_err("no bind");
+        assert_eq!(e, "--bind is required");
+        let e = parse("leotp-serve --bind 0.0.0.0:1 --seconds 1").expect_err("serve has no --seconds");
+        assert_eq!(e, "unexpected argument '--seconds' found");
     }
 
     #[test]

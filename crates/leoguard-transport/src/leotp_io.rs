@@ -123,16 +123,16 @@ pub fn fetch(a: &FetchArgs) -> anyhow::Result<ExitCode> {
     let any: SocketAddr = if a.from.is_ipv6() { "[::]:0" } else { "0.0.0.0:0" }.parse()?;
     let sock = socket(a.bind.unwrap_or(any)).context("--bind")?;
     sock.connect(a.from).with_context(|| format!("--from {}", a.from))?;
-    let cfg = LeotpConfig { mss: a.mss, ..LeotpConfig::default() };
+    let cfg = LeotpConfig { mss: a.effective_mss(), ..LeotpConfig::default() };
     let clock = Clock::start();
     let start = clock.now();
-    let total = match a.amount {
+    let total = match a.amount() {
         FetchAmount::Bytes(n) => Some(n),
         FetchAmount::For(_) => None,
     };
     let mut consumer = Consumer::new(cfg, 0, total, start).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut got = Fetched::new(start);
-    let stop_at = match a.amount {
+    let stop_at = match a.amount() {
         FetchAmount::For(d) => Some(start + d),
         FetchAmount::Bytes(_) => None,
     };
@@ -215,7 +215,7 @@ pub fn fetch(a: &FetchArgs) -> anyhow::Result<ExitCode> {
     let mut s = got.summary(end);
     let st = consumer.stats();
     s.from = a.from.to_string();
-    s.mss = a.mss;
+    s.mss = a.effective_mss();
     s.bytes_requested = total;
     s.complete = consumer.is_complete();
     s.timeouts = st.timeout_rounds;

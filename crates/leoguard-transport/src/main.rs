@@ -25,7 +25,7 @@ use anyhow::Context;
 use leoguard_core::{Duration, Instant};
 use leoguard_os as sys;
 use leoguard_proto::startcp::{MlpPolicy, ScriptedLeads, StartcpPolicy, StartcpSpec};
-use leoguard_transport::args::{self, Command, PolicyArg, RecvArgs, SendArgs, StartcpArgs, USAGE};
+use leoguard_transport::args::{self, Command, PolicyArg, RecvArgs, SendArgs, StartcpArgs};
 use leoguard_transport::receiver::Receiver;
 use leoguard_transport::report::{Lateness, Rate, RecvInterval, RecvSummary, SendInterval, SendSummary};
 use leoguard_transport::sender::{Amount, Sender, SenderConfig};
@@ -64,8 +64,8 @@ impl Clock {
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let result = match args::parse(&argv) {
-        Ok(Command::Help) => {
-            println!("{USAGE}");
+        Ok(Command::Help(text)) => {
+            print!("{text}");
             return ExitCode::SUCCESS;
         }
         Ok(Command::Send(a)) => send(&a),
@@ -154,12 +154,12 @@ fn send(a: &SendArgs) -> anyhow::Result<ExitCode> {
     }
     let flow = a.flow_id.unwrap_or_else(random_u32);
     let startcp = a.startcp.as_ref().map(startcp_spec).transpose()?;
-    let cfg = SenderConfig { flow, cc: a.cc.clone(), tcp: a.tcp_config(), amount: a.amount, rate: a.rate, startcp };
+    let cfg = SenderConfig { flow, cc: a.cc.clone(), tcp: a.tcp_config(), amount: a.amount(), rate: a.rate, startcp };
     let mut ep = Sender::new(&cfg).context("--cc")?;
     let clock = Clock::start();
     let timeout_at = a
         .timeout
-        .or(match a.amount {
+        .or(match a.amount() {
             Amount::For(d) => Some(d + DRAIN),
             Amount::Bytes(_) => None,
         })
@@ -241,7 +241,7 @@ fn send(a: &SendArgs) -> anyhow::Result<ExitCode> {
         sys::poll_socket(sock.as_raw_fd(), blocked, wait)?;
     }
     let now = clock.now();
-    let mut s = SendSummary::of(&ep, &a.cc, a.mss, now);
+    let mut s = SendSummary::of(&ep, &a.cc, a.effective_mss(), now);
     s.flow_id = flow;
     s.interrupted = interrupted;
     s.timed_out = timed_out;
