@@ -122,8 +122,10 @@ mod tests {
         let mut w = PcapWriter::new(Vec::new()).expect("vec");
         // 1.500002999 s: pcap keeps microseconds, truncating the rest.
         w.write_packet(1_500_002_999, &[0x60, 0, 0, 0]).expect("vec");
+        // The last representable second, a 1280-byte packet of which 2 bytes were captured.
+        w.write_record(4_294_967_295_999_999_999, &[0x60, 0xAA], 1280).expect("vec");
         let out = w.into_inner().expect("vec");
-        let expected: [u8; 44] = [
+        let expected: [u8; 62] = [
             0xD4, 0xC3, 0xB2, 0xA1, // magic 0xa1b2c3d4, little-endian
             0x02, 0x00, 0x04, 0x00, // version 2.4
             0x00, 0x00, 0x00, 0x00, // thiszone 0 (UTC)
@@ -135,6 +137,11 @@ mod tests {
             0x04, 0x00, 0x00, 0x00, // incl_len 4
             0x04, 0x00, 0x00, 0x00, // orig_len 4
             0x60, 0x00, 0x00, 0x00, // the packet
+            0xFF, 0xFF, 0xFF, 0xFF, // ts_sec 4294967295
+            0x3F, 0x42, 0x0F, 0x00, // ts_usec 999999 = 0x000f423f
+            0x02, 0x00, 0x00, 0x00, // incl_len 2
+            0x00, 0x05, 0x00, 0x00, // orig_len 1280 = 0x500
+            0x60, 0xAA, // the captured bytes
         ];
         assert_eq!(out, expected);
     }
