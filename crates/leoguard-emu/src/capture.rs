@@ -4,7 +4,7 @@
 //! classic pcap file (LINKTYPE_RAW) that tshark opens. The simulator's capture records the same two
 //! events; its packets are made from its records, these are the real ones.
 
-use crate::dataplane::CaptureCfg;
+use crate::config::CaptureCfg;
 use leoguard_wire::PcapWriter;
 
 /// The tap.

@@ -83,6 +83,12 @@ pub fn node_addr(node: u32) -> Ipv6Addr {
     Ipv6Addr::new(0xfd00, 0x6c67, 0xffff, 0, 0, 0, ((node + 1) >> 16) as u16, (node + 1) as u16)
 }
 
+/// The length [`control`] gives a control packet carrying `h`, padded to `size`, in a buffer of
+/// `buf_len` bytes (`None`: the header does not fit).
+pub fn control_len(h: &HbhRepr, size: usize, buf_len: usize) -> Option<usize> {
+    (V6 + h.buffer_len() <= buf_len).then(|| (V6 + h.buffer_len()).max(size.min(buf_len)))
+}
+
 /// Writes a link-local control packet from `from` to `to` carrying `h` (Next Header "no next header",
 /// hop limit 255 as for link-local signalling), followed by zero bytes up to `size` so the link charges
 /// the size the scheme modelled. Returns its length.
@@ -90,10 +96,7 @@ pub fn control(buf: &mut [u8], from: u32, to: u32, tc: u8, h: &HbhRepr, size: us
     let mut h = *h;
     h.next_header = leoguard_wire::NEXT_HEADER_NONE;
     let n = h.buffer_len();
-    let len = (V6 + n).max(size.min(buf.len()));
-    if V6 + n > buf.len() {
-        return None;
-    }
+    let len = control_len(&h, size, buf.len())?;
     buf[..len].fill(0);
     buf[0] = 0x60 | (tc >> 4);
     buf[1] = tc << 4;
@@ -157,6 +160,41 @@ mod tests {
         assert_eq!((ip.src, ip.dst, ip.traffic_class, ip.hop_limit), (node_addr(3), node_addr(4), 0xb8, 255));
         assert_eq!(read(&b, len).unwrap().hack, h.hack);
     }
+
+    #[test]
+    fn a_control_packets_fields_read_back_as_its_header_gives_them() {
+        // A control packet no capture taps travels as its fields only (schemes.rs): its far end must get
+        // exactly what the bytes would have carried, and the link must charge the same length.
+        use leoguard_net::packet::{NetFields, Packet, NET_CONTROL};
+        use leoguard_net::schemes::wire::{apply_hbh, packet_hbh, WireScheme, LINK_LOCAL_DST};
+        let cases = [
+            (WireScheme::Satguard, 0, 7 | 9 << 16 | 3 << 32, 56),
+            (WireScheme::LinkGuardian, 0, 4 | 2 << 16 | 5 << 32 | 1 << 48, 64),
+            (WireScheme::LinkGuardian, 0, 4 | 6 << 16 | 1 << 49, 0),
+            (WireScheme::LinkGuardian, leoguard_net::packet::NET_HSEQ, 0, 1500),
+        ];
+        for (scheme, flags, ack, size) in cases {
+            let p = Packet {
+                seq: 3,
+                ack,
+                size,
+                dst: LINK_LOCAL_DST,
+                net: NetFields { flags: NET_CONTROL | flags, hseq: 11, tc: 0xb8, ..Default::default() },
+                ..Default::default()
+            };
+            let h = packet_hbh(scheme, &p, leoguard_wire::NEXT_HEADER_NONE).unwrap();
+            let mut b = vec![0u8; 2048];
+            let len = control(&mut b, 1, 2, p.net.tc, &h, size as usize).unwrap();
+            assert_eq!(control_len(&h, size as usize, b.len()), Some(len), "{scheme:?}");
+            let (mut wire, mut fields) = (p, p);
+            wire.net.flags |= NET_RETX_AND_MIGRATED;
+            fields.net.flags |= NET_RETX_AND_MIGRATED;
+            apply_hbh(read(&b, len).as_ref(), &mut wire);
+            apply_hbh(Some(&h), &mut fields);
+            assert_eq!(wire, fields, "{scheme:?}");
+        }
+    }
+    const NET_RETX_AND_MIGRATED: u8 = leoguard_net::packet::NET_RETX | leoguard_net::packet::NET_MIGRATED;
 
     proptest::proptest! {
         #[test]

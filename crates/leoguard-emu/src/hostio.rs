@@ -2,13 +2,15 @@
 //! classified into flows) and leaving to them (queued per host and written coalesced, or written at
 //! once on a plain device), with the delivery accounting (timing error, per-flow counters).
 
-use crate::dataplane::{Cause, DataPlane, Meta, READ_BATCH, REVERSE, SLOT, WRITE_HOLD_NS};
+use crate::core::Core;
+use crate::dataplane::{DataPlane, READ_BATCH, WRITE_HOLD_NS};
 use crate::packet;
+use crate::plane::{Cause, Meta, NodePlugin, REVERSE, SLOT};
 use crate::tunio::Read;
 use leoguard_core::Instant;
 use leoguard_net::packet::{NetFields, Packet};
 
-impl DataPlane {
+impl Core {
     pub(crate) fn deliver(&mut self, slot: u32, t: u64) {
         let Some(h) = self.host_of[self.meta[slot as usize].dst_node as usize] else {
             self.drop_slot(slot, Cause::NoRoute);
@@ -37,7 +39,7 @@ impl DataPlane {
             }
             host.pending.push((t, m));
             host.urgent |= !mergeable;
-            self.free.push(slot);
+            self.release(slot);
             if full {
                 self.flush_host(h);
             }
@@ -52,7 +54,7 @@ impl DataPlane {
             return;
         }
         self.delivered(t, m, now);
-        self.free.push(slot);
+        self.release(slot);
     }
 
     /// Writes host `h`'s queued deliveries (coalesced) and accounts them at the time of the write.
@@ -125,7 +127,7 @@ impl DataPlane {
         }
     }
 
-    fn classify(&self, src_node: u32, dst_node: u32, h: &packet::Header) -> u32 {
+    pub(crate) fn classify(&self, src_node: u32, dst_node: u32, h: &packet::Header) -> u32 {
         for (i, f) in self.flows.iter().enumerate() {
             if f.proto != h.proto {
                 continue;
@@ -140,20 +142,33 @@ impl DataPlane {
         0
     }
 
+    /// The id per-hop schemes key a packet's flow by: each configured flow's two directions, then one
+    /// per other 5-tuple, in order of first sight.
+    pub(crate) fn flow_id(&mut self, flow: u32, src: u32, dst: u32, h: &packet::Header) -> u32 {
+        if flow != 0 {
+            return 2 * ((flow & !REVERSE) - 1) + u32::from(flow & REVERSE != 0);
+        }
+        let base = 2 * self.flows.len() as u32;
+        let n = self.extra_flows.len() as u32;
+        *self.extra_flows.entry((src, dst, h.proto, h.sport, h.dport)).or_insert(base + n)
+    }
+}
+
+impl DataPlane {
     /// Reads what waits on host `hi`'s TUN (up to a batch of reads; a super-packet's segments enter
     /// one by one) and sends each packet on its way.
     pub(crate) fn read_host(&mut self, hi: usize) -> bool {
         for _ in 0..READ_BATCH {
-            let n = match self.hosts[hi].tun.recv() {
+            let n = match self.core.hosts[hi].tun.recv() {
                 Read::Empty => return false,
                 Read::Refused(cause) => {
-                    self.report.entered += 1;
-                    self.count_drop(cause);
+                    self.core.report.entered += 1;
+                    self.core.count_drop(cause);
                     continue;
                 }
                 Read::Packets(n) => n,
             };
-            let t = self.clock_model();
+            let t = self.core.clock_model();
             for i in 0..n {
                 self.enter(hi, i, t);
             }
@@ -163,36 +178,33 @@ impl DataPlane {
 
     /// Packet `i` of host `hi`'s last read enters the network at model time `t`.
     fn enter(&mut self, hi: usize, i: usize, t: u64) {
-        self.report.entered += 1;
-        let n = self.hosts[hi].tun.packet(i).len();
+        self.core.report.entered += 1;
+        let n = self.core.hosts[hi].tun.packet(i).len();
         if n >= SLOT {
-            self.count_drop(Cause::TooBig);
+            self.core.count_drop(Cause::TooBig);
             return;
         }
-        let Some(slot) = self.free.pop() else {
-            // Dropped at the door, so the TUN queue does not stall the host silently.
-            self.count_drop(Cause::PoolExhausted);
-            return;
-        };
+        // Dropped at the door (`pool_exhausted`), so the TUN queue does not stall the host silently.
+        let Some(slot) = self.core.alloc() else { return };
         let off = slot as usize * SLOT;
-        self.bufs[off..off + n].copy_from_slice(self.hosts[hi].tun.packet(i));
-        let Some(h) = packet::parse(&self.bufs[off..off + n]) else {
-            self.drop_slot(slot, Cause::Malformed);
+        self.core.bufs[off..off + n].copy_from_slice(self.core.hosts[hi].tun.packet(i));
+        let Some(h) = packet::parse(&self.core.bufs[off..off + n]) else {
+            self.core.drop_slot(slot, Cause::Malformed);
             return;
         };
         if h.multicast {
-            self.drop_slot(slot, Cause::Multicast);
+            self.core.drop_slot(slot, Cause::Multicast);
             return;
         }
-        let Some(&dst) = self.addr_node.get(&h.dst) else {
-            self.drop_slot(slot, Cause::UnknownDst);
+        let Some(&dst) = self.core.addr_node.get(&h.dst) else {
+            self.core.drop_slot(slot, Cause::UnknownDst);
             return;
         };
-        let src = self.hosts[hi].node;
-        let flow = self.classify(src, dst, &h);
+        let src = self.core.hosts[hi].node;
+        let flow = self.core.classify(src, dst, &h);
         let mut entry = 0;
         if flow != 0 {
-            let f = &mut self.report.flows[((flow & !REVERSE) - 1) as usize];
+            let f = &mut self.core.report.flows[((flow & !REVERSE) - 1) as usize];
             if flow & REVERSE == 0 {
                 entry = f.sent;
                 f.sent += 1;
@@ -201,15 +213,15 @@ impl DataPlane {
                 f.rev_sent += 1;
             }
         }
-        self.meta[slot as usize] = Meta { len: n as u32, t_in: t, dst_node: dst, entry, flow };
-        let id = self.flow_id(flow, src, dst, &h);
-        if let Some(mark) = (flow != 0).then(|| self.flows[((flow & !REVERSE) - 1) as usize].mark_tc).flatten() {
+        self.core.meta[slot as usize] = Meta { len: n as u32, t_in: t, dst_node: dst, entry, flow, fields_only: false };
+        let id = self.core.flow_id(flow, src, dst, &h);
+        if let Some(mark) = (flow != 0).then(|| self.core.flows[((flow & !REVERSE) - 1) as usize].mark_tc).flatten() {
             if h.v6 {
-                let _ = leoguard_wire::write_traffic_class(&mut self.bufs[off..off + n], mark);
+                let _ = leoguard_wire::write_traffic_class(&mut self.core.bufs[off..off + n], mark);
             }
         }
-        let tc = if h.v6 { ((self.bufs[off] & 0x0f) << 4) | (self.bufs[off + 1] >> 4) } else { 0 };
-        self.pkts[slot as usize] = Packet {
+        let tc = if h.v6 { ((self.core.bufs[off] & 0x0f) << 4) | (self.core.bufs[off + 1] >> 4) } else { 0 };
+        self.core.pkts[slot as usize] = Packet {
             flow: id,
             seq: entry,
             size: n as u32,
@@ -218,18 +230,7 @@ impl DataPlane {
             net: NetFields { tc, ..Default::default() },
             ..Default::default()
         };
-        self.keep_master(slot, t);
+        self.schemes.on_enter(&mut self.core, slot, t);
         self.forward(src, slot, t, true);
-    }
-
-    /// The id per-hop schemes key a packet's flow by: each configured flow's two directions, then one
-    /// per other 5-tuple, in order of first sight.
-    fn flow_id(&mut self, flow: u32, src: u32, dst: u32, h: &packet::Header) -> u32 {
-        if flow != 0 {
-            return 2 * ((flow & !REVERSE) - 1) + u32::from(flow & REVERSE != 0);
-        }
-        let base = 2 * self.flows.len() as u32;
-        let n = self.extra_flows.len() as u32;
-        *self.extra_flows.entry((src, dst, h.proto, h.sport, h.dport)).or_insert(base + n)
     }
 }

@@ -13,11 +13,12 @@
 //! the producer's send time as its network entry time, so the data plane's one-way delay of a range
 //! recovered in the network counts from the producer's send, as the simulator's does.
 
-use crate::dataplane::{Cause, DataPlane, Ev, Meta, REVERSE, SLOT};
 use crate::packet::AddrKey;
+use crate::plane::{Cause, Meta, NodePlugin, Out, Owner, Plane, REVERSE};
 use leoguard_core::Instant;
 use leoguard_net::packet::Packet;
 use leoguard_net::schemes::leotp::{LeotpMid, LeotpMidTotals, MidSend};
+use leoguard_net::LinkId;
 use leoguard_proto::leotp::{Face, LeotpConfig, LeotpError};
 use leoguard_wire::LeotpPacket;
 use std::collections::HashMap;
@@ -181,30 +182,67 @@ fn ipv4_checksum(h: &[u8]) -> u16 {
     leoguard_wire::udp::internet_checksum(&[h])
 }
 
-impl DataPlane {
-    /// The packet in `slot` arrived at `node`, which runs a mid node, at model time `t`: true if the
-    /// mid node took it (a datagram of a LEOTP flow not addressed to the node, or a malformed one).
-    pub(crate) fn leotp_intercept(&mut self, node: u32, slot: u32, t: u64) -> bool {
-        let m = self.meta[slot as usize];
-        if m.flow == 0 || m.dst_node == node || !self.flows[((m.flow & !REVERSE) - 1) as usize].leotp {
-            return false;
+impl LeotpHost {
+    /// Sends what `node`'s mid node has ready at `t` and arms its timer.
+    fn drain<P: Plane>(&mut self, pl: &mut P, node: u32, t: u64) {
+        let Some(mut mid) = self.mids.get_mut(node as usize).and_then(Option::take) else { return };
+        let timer = mid.drain(Instant(t), |s| self.send(pl, node, &s, t));
+        self.mids[node as usize] = Some(mid);
+        if let Some(at) = timer {
+            pl.timer(at.as_nanos().max(t), Owner::Leotp, node, 0);
         }
-        let off = slot as usize * SLOT;
-        let Some((v6, src, dst, a, b)) = udp_payload(&self.bufs[off..off + m.len as usize]) else { return false };
-        let Ok(pkt) = LeotpPacket::parse(&self.bufs[off + a..off + b]) else {
-            // Dropped and counted as the data plane's drop (cause `malformed`), never handed on.
-            self.leotp.stats.malformed += 1;
-            self.drop_slot(slot, Cause::Malformed);
+    }
+
+    /// One datagram of a mid node as a real packet, routed from `node` toward the face's end.
+    fn send<P: Plane>(&mut self, pl: &mut P, node: u32, s: &MidSend<'_>, t: u64) {
+        let Some(&sess) = self.sessions.get(s.flow as usize) else { return };
+        self.stats.generated += 1;
+        let (from, to, dst_node, flow) = match s.face {
+            Face::Upstream => (sess.consumer, sess.producer, sess.producer_node, sess.flow | REVERSE),
+            Face::Downstream => (sess.producer, sess.consumer, sess.consumer_node, sess.flow),
+        };
+        let Some(slot) = pl.alloc() else { return };
+        let Some(len) = write_udp(pl.buf_mut(slot), sess.v6, from, to, s.datagram) else {
+            pl.drop_slot(slot, Cause::TooBig);
+            return;
+        };
+        // Data keeps the producer's send time (the one-way delay counts from it); a Data's entry order
+        // is its offset, so `reordered` counts ranges delivered below one delivered before.
+        let t_in = if s.face == Face::Downstream { s.sent_at.as_nanos() } else { t };
+        let entry = u64::from(s.header.start);
+        *pl.meta(slot) = Meta { len: len as u32, t_in, dst_node, entry, flow, fields_only: false };
+        *pl.packet(slot) =
+            Packet { flow: s.flow, size: len as u32, dst: dst_node, sent_at: s.sent_at, ..Default::default() };
+        pl.out(Out::Routed { node, slot });
+    }
+}
+
+impl NodePlugin for LeotpHost {
+    fn runs_at(&self, node: u32) -> bool {
+        LeotpHost::runs_at(self, node)
+    }
+
+    /// Takes a datagram of a LEOTP flow not addressed to the node (or a malformed one, dropped).
+    fn on_arrive<P: Plane>(&mut self, pl: &mut P, node: u32, _link: LinkId, slot: u32, t: u64) -> bool {
+        let m = *pl.meta(slot);
+        if m.flow == 0 || m.dst_node == node || !pl.is_leotp_flow(m.flow & !REVERSE) {
             return true;
+        }
+        let Some((v6, src, dst, a, b)) = udp_payload(&pl.buf(slot)[..m.len as usize]) else { return true };
+        let Ok(pkt) = LeotpPacket::parse(&pl.buf(slot)[a..b]) else {
+            // Dropped and counted as the data plane's drop (cause `malformed`), never handed on.
+            self.stats.malformed += 1;
+            pl.drop_slot(slot, Cause::Malformed);
+            return false;
         };
         // Interests travel the flow's reverse direction (from the consumer), Data its data direction.
         let reverse = m.flow & REVERSE != 0;
         let (consumer, producer, face) =
             if reverse { (src, dst, Face::Downstream) } else { (dst, src, Face::Upstream) };
-        let (Some(&cn), Some(&pn)) = (self.addr_node.get(&consumer.0), self.addr_node.get(&producer.0)) else {
-            return false;
+        let (Some(cn), Some(pn)) = (pl.node_of(consumer.0), pl.node_of(producer.0)) else {
+            return true;
         };
-        let id = self.leotp.session(Session {
+        let id = self.session(Session {
             v6,
             consumer,
             producer,
@@ -212,54 +250,18 @@ impl DataPlane {
             producer_node: pn,
             flow: m.flow & !REVERSE,
         });
-        let Some(mut mid) = self.leotp.mids[node as usize].take() else { return false };
+        let Some(mid) = self.mids.get_mut(node as usize).and_then(Option::as_mut) else { return true };
         mid.arrive(Instant(t), id, face, pkt.header, pkt.payload, Instant(m.t_in));
-        self.leotp.stats.intercepted += 1;
-        self.free.push(slot);
-        self.leotp_drain(node, mid, t);
-        true
+        self.stats.intercepted += 1;
+        pl.release(slot);
+        self.drain(pl, node, t);
+        false
     }
 
-    /// A mid node's timer at model time `t`.
-    pub(crate) fn leotp_timer(&mut self, node: u32, t: u64) {
-        let Some(mut mid) = self.leotp.mids.get_mut(node as usize).and_then(Option::take) else { return };
+    fn on_timer<P: Plane>(&mut self, pl: &mut P, node: u32, _token: u64, t: u64) {
+        let Some(mid) = self.mids.get_mut(node as usize).and_then(Option::as_mut) else { return };
         mid.on_timer(Instant(t));
-        self.leotp_drain(node, mid, t);
-    }
-
-    /// Sends what `node`'s mid node has ready at `t`, arms its timer and puts it back.
-    fn leotp_drain(&mut self, node: u32, mut mid: LeotpMid, t: u64) {
-        let timer = mid.drain(Instant(t), |s| self.leotp_send(node, &s, t));
-        self.leotp.mids[node as usize] = Some(mid);
-        if let Some(at) = timer {
-            self.push(at.as_nanos().max(t), Ev::LeotpTimer(node));
-        }
-    }
-
-    /// One datagram of a mid node as a real packet, routed from `node` toward the face's end.
-    fn leotp_send(&mut self, node: u32, s: &MidSend<'_>, t: u64) {
-        let Some(&sess) = self.leotp.sessions.get(s.flow as usize) else { return };
-        self.leotp.stats.generated += 1;
-        let (from, to, dst_node, flow) = match s.face {
-            Face::Upstream => (sess.consumer, sess.producer, sess.producer_node, sess.flow | REVERSE),
-            Face::Downstream => (sess.producer, sess.consumer, sess.consumer_node, sess.flow),
-        };
-        let Some(slot) = self.free.pop() else {
-            self.count_drop(Cause::PoolExhausted);
-            return;
-        };
-        let off = slot as usize * SLOT;
-        let Some(len) = write_udp(&mut self.bufs[off..off + SLOT], sess.v6, from, to, s.datagram) else {
-            self.drop_slot(slot, Cause::TooBig);
-            return;
-        };
-        // Data keeps the producer's send time (the one-way delay counts from it); a Data's entry order
-        // is its offset, so `reordered` counts ranges delivered below one delivered before.
-        let t_in = if s.face == Face::Downstream { s.sent_at.as_nanos() } else { t };
-        self.meta[slot as usize] = Meta { len: len as u32, t_in, dst_node, entry: u64::from(s.header.start), flow };
-        self.pkts[slot as usize] =
-            Packet { flow: s.flow, size: len as u32, dst: dst_node, sent_at: s.sent_at, ..Default::default() };
-        self.forward(node, slot, t, false);
+        self.drain(pl, node, t);
     }
 }
 

@@ -6,15 +6,20 @@
 
 pub mod capture;
 pub mod config;
+mod core;
 pub mod dataplane;
+mod events;
 pub mod hbh;
 pub mod hist;
 mod hostio;
 pub mod leotp;
 pub mod net;
 pub mod packet;
+mod path;
+mod plane;
 pub mod report;
 pub mod schemes;
+pub mod serve;
 pub mod tunio;
 
 pub use dataplane::{DataPlane, EmuConfig, EmuError, Report};

@@ -1,17 +1,108 @@
-//! The data plane's protocol with its orchestrator and its results as JSON.
-//!
-//! Protocol (one JSON object per line on stdout, commands on stdin): after opening every TUN device
-//! the data plane prints `{"ready": true, "tuns": [[node, name], ...]}`; the orchestrator configures
-//! the hosts and sends `go T0` (CLOCK_MONOTONIC ns of model time 0, so both sides share the origin);
-//! the data plane runs until the scenario's end or SIGTERM/SIGINT and prints the results object, then
-//! keeps the TUN devices (which vanish with it) until the orchestrator has read their counters and
-//! sends one more line or closes the pipe.
+//! What a run of the data plane measured ([`Report`]) and its results as JSON.
 
-use crate::dataplane::{DataPlane, Report};
 use crate::hist::Histogram;
-use leoguard_core::Duration;
+use crate::plane::Cause;
+use crate::tunio::TunStats;
 use serde_json::{json, Value};
-use std::io::{BufRead, Write};
+use std::collections::BTreeMap;
+
+/// Per-flow counters (the data direction and its reverse).
+#[derive(Clone, Debug, Default)]
+pub struct FlowStats {
+    /// Data-direction packets that entered the emulated network.
+    pub sent: u64,
+    /// Data-direction packets delivered to the receiver.
+    pub delivered: u64,
+    /// Data-direction bytes delivered.
+    pub delivered_bytes: u64,
+    /// Reverse-direction packets (ACKs, replies) that entered.
+    pub rev_sent: u64,
+    /// Reverse-direction packets delivered.
+    pub rev_delivered: u64,
+    /// One-way delay of delivered data packets, ns (TUN read to TUN write).
+    pub owd: Histogram,
+    /// Data packets delivered after a packet of the flow that entered later (the network reordered).
+    pub reordered: u64,
+    /// Highest entry order delivered so far (data, reverse).
+    pub(crate) last_delivered: [Option<u64>; 2],
+    /// One-way delay of delivered reverse packets, ns.
+    pub rev_owd: Histogram,
+}
+
+/// What a run measured.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Model time run, ns.
+    pub elapsed_ns: u64,
+    /// Packets read from hosts.
+    pub entered: u64,
+    /// Packets written to hosts.
+    pub delivered: u64,
+    /// Bytes written to hosts.
+    pub delivered_bytes: u64,
+    /// Drops by cause.
+    pub drops: BTreeMap<Cause, u64>,
+    /// Packets still inside the network at the end.
+    pub in_flight: u64,
+    /// Per flow (by config order).
+    pub flows: Vec<FlowStats>,
+    /// Lateness of each delivery against its model time, ns.
+    pub timing: Histogram,
+    /// Lateness of events handled, ns: of the first handled after each reading of the clock (at least
+    /// every `CLOCK_EVERY` events).
+    pub event_lateness: Histogram,
+    /// Deliveries later than `late_us`.
+    pub late: u64,
+    /// Packet-hops (link arrivals).
+    pub packet_hops: u64,
+    /// CPU seconds the data plane used (it spins, so about the run's length).
+    pub cpu_s: f64,
+    /// Time spent handling events and reading packets (not waiting or spinning), ns: what the
+    /// traffic cost the data plane.
+    pub busy_ns: u64,
+    /// A topology driver's error, if it stopped early.
+    pub driver_error: Option<String>,
+    /// Whether the data plane got its nice value.
+    pub priority_set: bool,
+    /// Per link: (from, to, counters, loss model name, the model's lossy seconds of the run).
+    #[allow(clippy::type_complexity)]
+    pub links: Vec<(u32, u32, leoguard_net::LinkStats, &'static str, Option<Vec<(u64, f64)>>)>,
+    /// What the per-hop scheme host did.
+    pub scheme_host: crate::schemes::HostStats,
+    /// The capture: (packets written, packets past `max_packets`).
+    pub capture: Option<(u64, u64)>,
+    /// The per-hop scheme's own counters summed over nodes (SATGUARD's or LinkGuardian's), by name.
+    pub scheme_counters: Vec<(&'static str, u64)>,
+    /// What the LEOTP mid nodes did to packets.
+    pub leotp_host: crate::leotp::LeotpHostStats,
+    /// Hosts whose TUN device has segmentation offloads (super-packets read, coalesced writes).
+    pub offload_hosts: u64,
+    /// Hosts whose device also segments UDP (USO).
+    pub uso_hosts: u64,
+    /// Why a device asked for offloads has none (the kernel's refusal), if one does not.
+    pub offload_note: Option<String>,
+    /// Reads and writes on the hosts' devices, summed.
+    pub tun: TunStats,
+    /// How long each coalesced batch of writes to one host took, ns.
+    pub flush_time: Histogram,
+    /// Each CPU's busy share over the run (/proc/stat), the data plane's own CPU included.
+    pub cpu_busy_share: Vec<f64>,
+    /// The LEOTP mid nodes' own counters summed over nodes (`nodes` = 0: none ran).
+    pub leotp: leoguard_net::schemes::leotp::LeotpMidTotals,
+}
+
+impl Report {
+    /// Packets neither delivered, nor dropped with a cause, nor taken by a per-hop scheme, nor still in
+    /// flight (counting those the schemes created): must be zero.
+    pub fn unexplained(&self) -> i64 {
+        let (s, l) = (&self.scheme_host, &self.leotp_host);
+        (self.entered + s.generated + l.generated) as i64
+            - self.delivered as i64
+            - self.drops.values().sum::<u64>() as i64
+            - (s.absorbed + l.intercepted) as i64
+            - self.in_flight as i64
+    }
+}
 
 fn us(h: &Histogram) -> Value {
     let q = |x: f64| h.quantile(x).map(|v| (v as f64 / 1e3 * 1e3).round() / 1e3);
@@ -113,34 +204,4 @@ pub fn to_json(r: &Report, late_us: u64) -> Value {
             "loss_model": loss, "lossy_seconds": lossy,
         })).collect::<Vec<_>>(),
     })
-}
-
-/// Runs the protocol above on `input`/`output`; returns the results object (also printed).
-pub fn serve(
-    dp: DataPlane,
-    duration: Duration,
-    input: &mut impl BufRead,
-    output: &mut impl Write,
-    stop: &std::sync::atomic::AtomicBool,
-) -> Result<Value, String> {
-    let late_us = dp.late_us();
-    let ready = json!({"ready": true, "tuns": dp.tun_names()});
-    writeln!(output, "{ready}")
-        .and_then(|_| output.flush())
-        .map_err(|e| format!("writing to the orchestrator: {e}"))?;
-    let mut line = String::new();
-    input.read_line(&mut line).map_err(|e| format!("reading the go command: {e}"))?;
-    let t0 = match line.trim().strip_prefix("go ").map(str::parse::<u64>) {
-        Some(Ok(t)) => t,
-        _ if line.is_empty() => return Err("the orchestrator closed the pipe before `go`".into()),
-        _ => return Err(format!("expected `go T0_NS`, got {:?}", line.trim())),
-    };
-    let (report, devices) = dp.run(t0, duration, stop).map_err(|e| e.to_string())?;
-    let v = to_json(&report, late_us);
-    writeln!(output, "{v}").and_then(|_| output.flush()).map_err(|e| format!("writing the results: {e}"))?;
-    // The hosts' drop counters live on the TUN devices, which close with this process.
-    line.clear();
-    let _ = input.read_line(&mut line);
-    drop(devices);
-    Ok(v)
 }

@@ -2,25 +2,53 @@
 //! simulator runs (leoguard-net), hosted on the data plane's nodes through the same `Agent`/`Ctx`
 //! interface and with the simulator's forwarding semantics (a hook sees a packet arrive over a link
 //! before it is delivered or forwarded, and leave before it is put on a link; it may hold, consume,
-//! resume, retransmit or put link-local packets on a link).
+//! resume, retransmit or put link-local packets on a link). The host is a plug-in of the data plane
+//! (`plane::NodePlugin`): it sees the pool and the network only through `plane::Plane`.
 //!
-//! What is real: the scheme fields (HSeq, FSeq, HAck, LinkGuardian's seq and ACK) travel in IPv6
+//! What is real: the scheme fields of data packets (HSeq, FSeq, LinkGuardian's seq) travel in IPv6
 //! Hop-by-Hop options written into the real packets on every emulated link and read back at the far
-//! end, where the hook gets exactly what the wire carried; control packets are real IPv6 packets.
-//! A hook that retransmits or releases a packet hands back a `Packet` struct: the data plane keeps a
-//! copy of each packet's bytes as it entered (its *master*, for `retain_ms`) and sends a fresh copy of
-//! those bytes with the hook's fields. What is not in the bytes: the source route of a migrated packet
-//! (SATGUARD §3.2 uses SRv6; here its route and segment ride in the packet's metadata and the link
-//! charges the modelled encapsulation size).
+//! end, where the hook gets exactly what the wire carried. Link-local control packets (HAcks,
+//! LinkGuardian's ACKs and dummies) never leave the data plane: they are written as real IPv6 packets
+//! only when a capture records them; otherwise they travel as their fields, and their far end gets
+//! what their header would carry (the same mapping, without the bytes), at the length the bytes
+//! would have. A hook that retransmits or releases a packet hands back a `Packet` struct: the packet's
+//! own slot stays pinned as its *master* for `retain_ms`, and a fresh copy of its bytes leaves with
+//! the hook's fields. What is not in the bytes: the source route of a migrated packet (SATGUARD §3.2
+//! uses SRv6; here its route and segment ride in the packet's metadata and the link charges the
+//! modelled encapsulation size).
 
-use crate::dataplane::{Cause, DataPlane, Ev, SLOT};
 use crate::hbh;
-use leoguard_core::Instant;
+use crate::plane::{Cause, Meta, NodePlugin, Out, Owner, Plane, SLOT};
+use leoguard_core::{Duration, Instant};
 use leoguard_net::host::{Agent, Ctx, SendKind};
 use leoguard_net::packet::{Packet, NET_CONTROL};
 use leoguard_net::schemes::wire::{self, WireScheme, LINK_LOCAL_DST};
 use leoguard_net::LinkId;
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// The masters' map hashes its (flow, sequence) keys with one multiply per word (FxHash's), not
+/// SipHash: the keys are the data plane's own counters, not attacker-chosen, and the map is asked once
+/// per packet entering the network.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.write_u64(u64::from(x));
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
 
 /// The per-hop scheme's state in the data plane.
 pub struct SchemeHost {
@@ -28,8 +56,8 @@ pub struct SchemeHost {
     hooks: Vec<Option<Box<dyn Agent>>>,
     ctx: Ctx,
     scheme: WireScheme,
-    /// (flow, seq) -> the slot holding the bytes the packet entered with.
-    masters: HashMap<(u32, u64), u32>,
+    /// (flow, seq) -> the slot holding the packet's bytes (its master: the packet's own slot, pinned).
+    masters: HashMap<(u32, u64), u32, BuildHasherDefault<KeyHasher>>,
     /// Masters in the order they were made: (expiry, flow, seq).
     master_q: VecDeque<(u64, u32, u64)>,
     retain_ns: u64,
@@ -72,7 +100,7 @@ impl SchemeHost {
             hooks: by_node,
             ctx: Ctx::default(),
             scheme,
-            masters: HashMap::new(),
+            masters: HashMap::default(),
             master_q: VecDeque::new(),
             retain_ns,
             stats: HostStats::default(),
@@ -112,13 +140,9 @@ impl SchemeHost {
     }
 }
 
-impl DataPlane {
-    fn has_hook(&self, node: u32) -> bool {
-        self.schemes.hooks.get(node as usize).is_some_and(Option::is_some)
-    }
-
-    /// Runs `f` on `node`'s hook (if any) at model time `now`, the time of the event being handled,
-    /// and carries out what it asked for at that time.
+impl SchemeHost {
+    /// Runs `f` on `node`'s hook at model time `t`, the time of the event being handled, and turns
+    /// what it asked for into timers and packets for the plane.
     ///
     /// Model time, not the wall clock: the loop handles events in model-time order, at or after their
     /// time, so a hook that read the clock while the loop runs late (after a routing step's batch of
@@ -128,220 +152,199 @@ impl DataPlane {
     /// receiver: a spurious retransmission round per step boundary per busy link, two copies each,
     /// 91 % of the emulator's link-local retransmissions on the demo path (docs/cross-validation.md).
     /// The simulator's hooks see the event's time; so do these now.
-    pub(crate) fn with_hook(&mut self, node: u32, now: u64, f: impl FnOnce(&mut dyn Agent, &mut Ctx)) {
-        let Some(mut a) = self.schemes.hooks.get_mut(node as usize).and_then(Option::take) else { return };
-        self.schemes.ctx.now = Instant(now);
-        self.schemes.ctx.node = leoguard_net::NodeId(node);
-        f(a.as_mut(), &mut self.schemes.ctx);
-        self.schemes.hooks[node as usize] = Some(a);
-        self.flush(node, now);
-    }
-
-    /// Shows the packet in `slot` to `node`'s hook; false if the hook took it (the slot is freed).
-    fn pass_hook(
-        &mut self,
-        node: u32,
-        slot: u32,
-        t: u64,
-        f: impl FnOnce(&mut dyn Agent, &mut Packet, &mut Ctx) -> bool,
-    ) -> bool {
-        if !self.has_hook(node) {
-            return true;
+    fn call<P: Plane>(&mut self, pl: &mut P, node: u32, t: u64, f: impl FnOnce(&mut dyn Agent, &mut Ctx)) {
+        let Some(a) = self.hooks.get_mut(node as usize).and_then(Option::as_mut) else { return };
+        self.ctx.now = Instant(t);
+        self.ctx.node = leoguard_net::NodeId(node);
+        f(a.as_mut(), &mut self.ctx);
+        for (at, token) in self.ctx.timers.drain(..) {
+            pl.timer(at.as_nanos().max(t), Owner::Scheme, node, token);
         }
-        let mut p = self.pkts[slot as usize];
-        let mut keep = true;
-        self.with_hook(node, t, |a, c| keep = f(a, &mut p, c));
-        if keep {
-            self.pkts[slot as usize] = p;
-        } else {
-            self.schemes.stats.absorbed += 1;
-            self.free.push(slot);
-        }
-        keep
-    }
-
-    fn flush(&mut self, node: u32, now: u64) {
-        // The context's vectors are taken and given back, so a hook call allocates nothing.
-        let mut timers = std::mem::take(&mut self.schemes.ctx.timers);
-        for (at, token) in timers.drain(..) {
-            self.push(at.as_nanos().max(now), Ev::Timer { node, token });
-        }
-        self.schemes.ctx.timers = timers;
         // Wakes of other agents are the simulator's M-PEP signalling; the per-hop schemes use none.
-        self.schemes.ctx.wakes.clear();
-        let mut sends = std::mem::take(&mut self.schemes.ctx.sends);
+        self.ctx.wakes.clear();
+        // The context's vector is taken and given back, so a hook call allocates nothing.
+        let mut sends = std::mem::take(&mut self.ctx.sends);
         for (p, kind) in sends.drain(..) {
             let link = match kind {
                 SendKind::OnLink(l) => Some(l),
                 _ => None,
             };
-            let Some(slot) = self.materialise(&p, node, link, now) else { continue };
-            match kind {
+            let Some(slot) = self.materialise(pl, &p, node, link, t) else { continue };
+            pl.out(match kind {
                 // A hook's own sends pass no hook on the way out (as in the simulator).
-                SendKind::Routed => self.forward(node, slot, now, false),
-                SendKind::OnLink(l) => self.put_on(l, slot, now),
-                SendKind::Resume => self.handle_at(node, slot, now),
-            }
+                SendKind::Routed => Out::Routed { node, slot },
+                SendKind::OnLink(link) => Out::OnLink { link, slot },
+                SendKind::Resume => Out::Resume { node, slot },
+            });
         }
-        // A nested flush (a send that ran a hook) may have left its own, empty, vector in place.
-        if self.schemes.ctx.sends.capacity() < sends.capacity() {
-            self.schemes.ctx.sends = sends;
+        self.ctx.sends = sends;
+    }
+
+    /// Shows the packet in `slot` to `node`'s hook; false if the hook took it (the slot is released).
+    fn pass<P: Plane>(
+        &mut self,
+        pl: &mut P,
+        node: u32,
+        slot: u32,
+        t: u64,
+        f: impl FnOnce(&mut dyn Agent, &mut Packet, &mut Ctx) -> bool,
+    ) -> bool {
+        let mut p = *pl.packet(slot);
+        let mut keep = true;
+        self.call(pl, node, t, |a, c| keep = f(a, &mut p, c));
+        if keep {
+            *pl.packet(slot) = p;
+        } else {
+            self.stats.absorbed += 1;
+            pl.release(slot);
         }
+        keep
     }
 
     /// A slot holding `p` as a real packet: a control packet built from its fields, or a copy of the
-    /// bytes the data packet entered with.
-    fn materialise(&mut self, p: &Packet, node: u32, link: Option<LinkId>, t: u64) -> Option<u32> {
-        let Some(slot) = self.free.pop() else {
-            self.count_drop(Cause::PoolExhausted);
-            return None;
-        };
-        let off = slot as usize * SLOT;
-        if self.schemes.is_control(p) {
-            let to = link.map_or(node, |l| self.net.links[l.0 as usize].to.0);
-            let h = wire::packet_hbh(self.schemes.scheme, p, leoguard_wire::NEXT_HEADER_NONE);
-            let len =
-                h.and_then(|h| hbh::control(&mut self.bufs[off..off + SLOT], node, to, p.net.tc, &h, p.size as usize));
+    /// data packet's bytes from its master.
+    fn materialise<P: Plane>(
+        &mut self,
+        pl: &mut P,
+        p: &Packet,
+        node: u32,
+        link: Option<LinkId>,
+        t: u64,
+    ) -> Option<u32> {
+        let slot = pl.alloc()?;
+        if self.is_control(p) {
+            let h = wire::packet_hbh(self.scheme, p, leoguard_wire::NEXT_HEADER_NONE);
+            // Its bytes are written only where a capture will see them: a control packet never leaves
+            // the data plane, and its far end reads the fields its header would carry (`on_wire_in`).
+            let fields_only = !pl.captures();
+            let len = if fields_only {
+                h.and_then(|h| hbh::control_len(&h, p.size as usize, SLOT))
+            } else {
+                let to = link.map_or(node, |l| pl.link_to(l));
+                h.and_then(|h| hbh::control(pl.buf_mut(slot), node, to, p.net.tc, &h, p.size as usize))
+            };
             let Some(len) = len else {
-                self.drop_slot(slot, Cause::Malformed);
+                pl.drop_slot(slot, Cause::Malformed);
                 return None;
             };
-            self.meta[slot as usize] =
-                crate::dataplane::Meta { len: len as u32, t_in: t, dst_node: node, entry: 0, flow: 0 };
+            *pl.meta(slot) = Meta { len: len as u32, t_in: t, dst_node: node, entry: 0, flow: 0, fields_only };
         } else {
-            let Some(&master) = self.schemes.masters.get(&(p.flow, p.seq)) else {
+            let Some(&master) = self.masters.get(&(p.flow, p.seq)) else {
                 // The hook made a packet the data plane cannot fill: generated, then dropped.
-                self.schemes.stats.generated += 1;
-                self.schemes.stats.retx_without_bytes += 1;
-                self.drop_slot(slot, Cause::RetxEvicted);
+                self.stats.generated += 1;
+                self.stats.retx_without_bytes += 1;
+                pl.drop_slot(slot, Cause::RetxEvicted);
                 return None;
             };
-            let (mo, m) = (master as usize * SLOT, self.meta[master as usize]);
-            self.bufs.copy_within(mo..mo + m.len as usize, off);
-            self.meta[slot as usize] = m;
+            pl.copy_packet(master, slot);
         }
-        self.pkts[slot as usize] = *p;
-        self.schemes.stats.generated += 1;
+        *pl.packet(slot) = *p;
+        self.stats.generated += 1;
         Some(slot)
     }
 
-    /// Keeps a copy of the bytes the packet in `slot` entered with, for the hooks' retransmissions.
-    pub(crate) fn keep_master(&mut self, slot: u32, t: u64) {
-        if !self.schemes.active() {
+    /// A master is given up: its slot goes back to the pool if the network is done with it too.
+    fn drop_master<P: Plane>(&mut self, pl: &mut P, slot: u32) {
+        pl.unpin(slot);
+        self.stats.masters_live -= 1;
+    }
+}
+
+impl NodePlugin for SchemeHost {
+    fn runs_at(&self, node: u32) -> bool {
+        self.hooks.get(node as usize).is_some_and(Option::is_some)
+    }
+
+    fn on_arrive<P: Plane>(&mut self, pl: &mut P, node: u32, link: LinkId, slot: u32, t: u64) -> bool {
+        self.pass(pl, node, slot, t, |a, p, c| a.on_arrive(link, p, c))
+    }
+
+    fn on_depart<P: Plane>(&mut self, pl: &mut P, node: u32, link: LinkId, slot: u32, t: u64, wait: Duration) -> bool {
+        self.ctx.wait = wait;
+        let keep = self.pass(pl, node, slot, t, |a, p, c| a.on_depart(link, p, c));
+        self.ctx.wait = Duration::ZERO;
+        keep
+    }
+
+    fn on_congestion_drop<P: Plane>(&mut self, pl: &mut P, node: u32, link: LinkId, slot: u32, t: u64) {
+        let p = *pl.packet(slot);
+        self.call(pl, node, t, |a, c| a.on_congestion_drop(link, &p, c));
+    }
+
+    fn on_timer<P: Plane>(&mut self, pl: &mut P, node: u32, token: u64, t: u64) {
+        self.call(pl, node, t, |a, c| a.on_timer(token, c));
+    }
+
+    fn on_link_state<P: Plane>(&mut self, pl: &mut P, node: u32, link: LinkId, up: bool, t: u64) {
+        self.call(pl, node, t, |a, c| a.on_link_state(link, up, c));
+    }
+
+    /// Keeps the packet in `slot` as its master for the hooks' retransmissions: the slot itself, pinned
+    /// until both the network and the master are done with it (`retain_ms`). What a retransmission
+    /// copies is the packet's bytes as they are then: its payload as it entered, with whatever
+    /// Hop-by-Hop header it has or none (the copy gets the hook's header as it leaves).
+    fn on_enter<P: Plane>(&mut self, pl: &mut P, slot: u32, t: u64) {
+        if !self.active {
             return;
         }
         // Expired masters go first; when the pool runs short the oldest go early.
-        let low = self.meta.len() / 8;
-        while let Some(&(exp, f, s)) = self.schemes.master_q.front() {
-            if exp > t && self.free.len() > low {
+        let (free, size) = pl.pool();
+        let (mut free, low) = (free, size / 8);
+        while let Some(&(exp, f, s)) = self.master_q.front() {
+            if exp > t && free > low {
                 break;
             }
             if exp > t {
-                self.schemes.stats.masters_evicted_early += 1;
+                self.stats.masters_evicted_early += 1;
             }
-            self.schemes.master_q.pop_front();
-            if let Some(m) = self.schemes.masters.remove(&(f, s)) {
-                self.free.push(m);
-                self.schemes.stats.masters_live -= 1;
+            self.master_q.pop_front();
+            if let Some(m) = self.masters.remove(&(f, s)) {
+                self.drop_master(pl, m);
+                free = pl.pool().0;
             }
         }
-        let Some(master) = self.free.pop() else { return };
-        let (off, mo, len) = (slot as usize * SLOT, master as usize * SLOT, self.meta[slot as usize].len as usize);
-        self.bufs.copy_within(off..off + len, mo);
-        self.meta[master as usize] = self.meta[slot as usize];
-        let key = (self.pkts[slot as usize].flow, self.pkts[slot as usize].seq);
-        if let Some(old) = self.schemes.masters.insert(key, master) {
-            self.free.push(old);
-            self.schemes.stats.masters_live -= 1;
+        let p = *pl.packet(slot);
+        pl.pin(slot);
+        if let Some(old) = self.masters.insert((p.flow, p.seq), slot) {
+            self.drop_master(pl, old);
         }
-        self.schemes.stats.masters_live += 1;
-        self.schemes.master_q.push_back((t + self.schemes.retain_ns, key.0, key.1));
+        self.stats.masters_live += 1;
+        self.master_q.push_back((t + self.retain_ns, p.flow, p.seq));
     }
 
     /// Writes the packet's scheme fields into its Hop-by-Hop header; returns its length.
-    pub(crate) fn stamp(&mut self, slot: u32) -> u32 {
-        let len = self.meta[slot as usize].len as usize;
-        if self.schemes.scheme == WireScheme::None || !self.schemes.active() {
-            return len as u32;
+    fn on_wire_out<P: Plane>(&mut self, pl: &mut P, slot: u32) -> u32 {
+        let m = *pl.meta(slot);
+        if self.scheme == WireScheme::None || !self.active || m.fields_only {
+            return m.len;
         }
-        let off = slot as usize * SLOT;
-        let p = self.pkts[slot as usize];
-        let h = wire::packet_hbh(self.schemes.scheme, &p, 0);
-        match hbh::set(&mut self.bufs[off..off + SLOT], len, h.as_ref()) {
+        let p = *pl.packet(slot);
+        let h = wire::packet_hbh(self.scheme, &p, 0);
+        match hbh::set(pl.buf_mut(slot), m.len as usize, h.as_ref()) {
             Some(n) => {
-                self.meta[slot as usize].len = n as u32;
+                pl.meta(slot).len = n as u32;
                 n as u32
             }
             None => {
                 if h.is_some() {
-                    self.schemes.stats.unstamped += 1;
+                    self.stats.unstamped += 1;
                 }
-                len as u32
+                m.len
             }
         }
     }
 
-    /// Forwards the packet in `slot` from node `at` at model time `t`; `hook` says whether the node's
-    /// hook sees it leave (the simulator's `forward`).
-    pub(crate) fn forward(&mut self, at: u32, slot: u32, t: u64, hook: bool) {
-        let dst = self.pkts[slot as usize].dst;
-        if at == dst {
-            self.deliver(slot, t);
-            return;
-        }
-        let Some(link) = self.net.next_hop(at, dst) else {
-            self.drop_slot(slot, Cause::NoRoute);
-            return;
-        };
-        if hook && self.has_hook(at) {
-            let size = self.pkts[slot as usize].size;
-            let l = &self.net.links[link.0 as usize];
-            // A packet the queue turns away never reaches the interface: the hook sees no departure.
-            if l.has_room(size) {
-                self.schemes.ctx.wait = l.egress_wait(Instant(t), size);
-                let keep = self.pass_hook(at, slot, t, |a, p, c| a.on_depart(link, p, c));
-                self.schemes.ctx.wait = leoguard_core::Duration::ZERO;
-                if !keep {
-                    return;
-                }
-            } else {
-                let p = self.pkts[slot as usize];
-                self.with_hook(at, t, |a, c| a.on_congestion_drop(link, &p, c));
-            }
-        }
-        self.put_on(link, slot, t);
-    }
-
-    /// The packet in `slot` arrived at `node` over `link`: the hook gets the fields the wire carried.
-    pub(crate) fn arrive_at(&mut self, node: u32, link: LinkId, slot: u32, t: u64) {
-        // The tap sees an arrival as the wire delivered it, before the node's hook runs.
-        self.tap_packet(node, slot, t);
-        let off = slot as usize * SLOT;
-        let len = self.meta[slot as usize].len as usize;
-        if self.schemes.scheme != WireScheme::None && hbh::is_v6(&self.bufs[off..off + SLOT], len) {
-            let h = hbh::read(&self.bufs[off..off + SLOT], len);
-            wire::apply_hbh(h.as_ref(), &mut self.pkts[slot as usize]);
-        }
-        self.pkts[slot as usize].hops += 1;
-        if self.leotp.runs_at(node) && self.leotp_intercept(node, slot, t) {
-            return;
-        }
-        if self.pass_hook(node, slot, t, |a, p, c| a.on_arrive(link, p, c)) {
-            self.handle_at(node, slot, t);
-        }
-    }
-
-    /// A packet that passed the node's hook: delivered if addressed here, else forwarded.
-    fn handle_at(&mut self, node: u32, slot: u32, t: u64) {
-        let dst = self.pkts[slot as usize].dst;
-        if dst == LINK_LOCAL_DST {
-            // A control packet no hook consumed (its link end runs none).
-            self.schemes.stats.absorbed += 1;
-            self.free.push(slot);
-        } else if dst != node {
-            self.forward(node, slot, t, true);
-        } else {
-            self.deliver(slot, t);
+    /// Gives the packet the scheme fields the wire carried: what its Hop-by-Hop header says, or for a
+    /// control packet without bytes what its header would have said (`materialise`).
+    fn on_wire_in<P: Plane>(&mut self, pl: &mut P, slot: u32) {
+        let m = *pl.meta(slot);
+        if m.fields_only {
+            let p = pl.packet(slot);
+            let h = wire::packet_hbh(self.scheme, p, leoguard_wire::NEXT_HEADER_NONE);
+            wire::apply_hbh(h.as_ref(), p);
+        } else if self.scheme != WireScheme::None && hbh::is_v6(pl.buf(slot), m.len as usize) {
+            let h = hbh::read(pl.buf(slot), m.len as usize);
+            wire::apply_hbh(h.as_ref(), pl.packet(slot));
         }
     }
 }

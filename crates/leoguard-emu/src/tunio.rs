@@ -16,7 +16,7 @@
 //! WireGuard run): `recv_multiple` splits, `send_multiple` with a [`GROTable`] coalesces. A kernel
 //! that refuses the offloads gets a plain device (one packet per read and write), and the run says so.
 
-use crate::dataplane::{Cause, SLOT};
+use crate::plane::{Cause, SLOT};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use tun_rs::{DeviceBuilder, GROTable, SyncDevice, IDEAL_BATCH_SIZE, VIRTIO_NET_HDR_LEN};
@@ -160,6 +160,11 @@ impl HostTun {
             Ok(n) => {
                 self.stats.reads += 1;
                 self.stats.read_packets += n as u64;
+                if self.offload {
+                    for i in 0..n {
+                        udp6_zero_checksum_fix(&mut self.segs[i][..self.sizes[i]]);
+                    }
+                }
                 Read::Packets(n)
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted => Read::Empty,
@@ -241,9 +246,59 @@ impl AsRawFd for HostTun {
     }
 }
 
+/// Writes 0xffff where an IPv6 UDP datagram's checksum reads 0. `tun-rs` completes the checksum of a
+/// datagram the host's kernel left to the device (one not segmented) without the rule that a UDP
+/// checksum computing to 0 is sent as 0xffff (RFC 768; the kernel's own completion does it, and
+/// tun-rs's GSO split does), so about one datagram in 65,536 left with 0, which IPv6 forbids: the
+/// receiving kernel dropped it (`InCsumErrors`), a loss nothing in the network caused. In ones'
+/// complement both values are the same sum. A host's own zero checksum (RFC 6936 tunnels) is never
+/// left to the device, but it would be rewritten too: the emulator's hosts send none.
+pub(crate) fn udp6_zero_checksum_fix(pkt: &mut [u8]) {
+    const UDP: u8 = 17;
+    if pkt.len() >= 48 && pkt[0] >> 4 == 6 && pkt[6] == UDP && pkt[46] == 0 && pkt[47] == 0 {
+        pkt[46] = 0xff;
+        pkt[47] = 0xff;
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::gro_candidate;
+    use super::{gro_candidate, udp6_zero_checksum_fix};
+    use leoguard_wire::udp::ipv6_pseudo_checksum;
+    use std::net::Ipv6Addr;
+
+    #[test]
+    fn a_udp_datagram_whose_checksum_completes_to_zero_leaves_with_0xffff() {
+        let (src, dst) = ("fd00:6c67::1".parse::<Ipv6Addr>().unwrap(), "fd00:6c67::3".parse::<Ipv6Addr>().unwrap());
+        // A datagram whose ones'-complement sum (pseudo-header included) is 0xffff: its checksum
+        // computes to 0, as one in 65,536 does.
+        let mut udp = vec![0x9c, 0x40, 0x13, 0x88, 0, 16, 0, 0, 1, 2, 3, 4, 5, 6, 0, 0];
+        let sum = !ipv6_pseudo_checksum(&src, &dst, 17, &udp);
+        udp[14..16].copy_from_slice(&(0xffff - sum).to_be_bytes());
+        assert_eq!(ipv6_pseudo_checksum(&src, &dst, 17, &udp), 0, "the checksum computes to 0");
+        let mut pkt = v6(17, &udp);
+        pkt[8..24].copy_from_slice(&src.octets());
+        pkt[24..40].copy_from_slice(&dst.octets());
+        // What the device's checksum completion wrote (the computed value as it is): 0, which an IPv6
+        // receiver drops. The fix writes its other form, which verifies.
+        udp6_zero_checksum_fix(&mut pkt);
+        assert_eq!(&pkt[46..48], &[0xff, 0xff]);
+        assert_eq!(ipv6_pseudo_checksum(&src, &dst, 17, &pkt[40..]), 0, "the sum over it verifies");
+        // Anything else is left as it is.
+        for (proto, check) in [(17u8, [0x12, 0x34]), (6, [0, 0])] {
+            let mut l4 = udp.clone();
+            l4[6..8].copy_from_slice(&check);
+            let mut other = v6(proto, &l4);
+            let before = other.clone();
+            udp6_zero_checksum_fix(&mut other);
+            assert_eq!(other, before);
+        }
+        let mut v4 = vec![0x45; 28];
+        v4[9] = 17;
+        let before = v4.clone();
+        udp6_zero_checksum_fix(&mut v4);
+        assert_eq!(v4, before);
+    }
 
     /// An IPv6 packet with next header `proto` and `l4` as its payload.
     fn v6(proto: u8, l4: &[u8]) -> Vec<u8> {

@@ -100,7 +100,7 @@ fn emu_dataplane(py: Python<'_>, spec: &Bound<'_, PyDict>, cfg_json: &str) -> Py
         let stdin = std::io::stdin();
         let mut input = stdin.lock();
         let mut output = std::io::stdout();
-        leoguard_emu::report::serve(dp, duration, &mut input, &mut output, &leoguard_os::TERM)
+        leoguard_emu::serve::serve(dp, duration, &mut input, &mut output, &leoguard_os::TERM)
     })
     .map(|v| v.to_string())
     .map_err(LeoguardError::new_err)
