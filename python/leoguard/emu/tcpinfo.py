@@ -195,14 +195,19 @@ def start(spawn: Any, flows: list[tuple[int, int, int]], interval_ms: float, dur
     return procs
 
 
-def collect(procs: list, t0_ns: int) -> Any:
-    """Stops the samplers and returns their `tcpinfo` table."""
-    rows: list[dict[str, Any]] = []
-    for flow, p, out in procs:
+def stop(procs: list) -> None:
+    """Stops the samplers `start` returned (SIGTERM, then up to 5 s each)."""
+    for _flow, p, _out in procs:
         p.stop()
         p.finish(5.0)
-        rows += read_samples(out, flow, t0_ns)
-    return table(rows)
+
+
+def rows(procs: list, t0_ns: int) -> list[dict[str, Any]]:
+    """The stopped samplers' `tcpinfo` rows (`table` makes the DataFrame)."""
+    out: list[dict[str, Any]] = []
+    for flow, _p, path in procs:
+        out += read_samples(path, flow, t0_ns)
+    return out
 
 
 if __name__ == "__main__":

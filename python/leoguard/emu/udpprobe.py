@@ -19,6 +19,7 @@ import socket
 import struct
 import sys
 import time
+from pathlib import Path
 
 HEADER = struct.Struct("!QQ")
 
@@ -86,7 +87,30 @@ def _drop_realtime() -> None:
         os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 
 
+#: The receiving kernel's UDP counters of datagrams it took in but never handed to a socket.
+UDP_ERRORS = {"RcvbufErrors": "host_udp_rcvbuf", "InCsumErrors": "host_udp_checksum", "InErrors": "host_udp_in"}
+
+
+def udp_errors() -> dict[str, int]:
+    """This namespace's kernel UDP error counters (IPv4 and IPv6 summed), by `UDP_ERRORS` name."""
+    got = dict.fromkeys(UDP_ERRORS.values(), 0)
+    with contextlib.suppress(OSError):
+        lines = Path("/proc/net/snmp").read_text().splitlines()
+        udp = [ln.split()[1:] for ln in lines if ln.startswith("Udp:")]
+        if len(udp) == 2:
+            for k, v in zip(*udp, strict=False):
+                if k in UDP_ERRORS:
+                    got[UDP_ERRORS[k]] += int(v)
+    with contextlib.suppress(OSError):
+        for ln in Path("/proc/net/snmp6").read_text().splitlines():
+            k, _, v = ln.partition(" ")
+            if k.startswith("Udp6") and k[4:] in UDP_ERRORS:
+                got[UDP_ERRORS[k[4:]]] += int(v.strip() or 0)
+    return got
+
+
 def recv(bind: str, port: int, duration_s: float, out: str) -> int:
+    before = udp_errors()
     fam = socket.AF_INET6 if ":" in bind else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
@@ -104,8 +128,11 @@ def recv(bind: str, port: int, duration_s: float, out: str) -> int:
             seq, sent = HEADER.unpack_from(data)
             recs.append((seq, sent, now))
     _drop_realtime()
+    # What the kernel took in for this host and lost before the socket (the probe's host runs nothing
+    # else that receives UDP): counted as the hosts' drops, so no loss on the way goes unexplained.
+    lost = {k: v - before[k] for k, v in udp_errors().items() if v > before[k]}
     with open(out, "w", encoding="utf-8") as f:
-        json.dump({"records": recs}, f)
+        json.dump({"records": recs, "kernel_udp_errors": lost}, f)
     return 0
 
 
