@@ -29,13 +29,15 @@ import itertools
 import json
 import zlib
 from importlib import resources
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
 from pydantic import Field, model_validator
 
 from leoguard.errors import LeoguardError
 from leoguard.sections import _Model
+
+if TYPE_CHECKING:  # numpy is imported where it is used: loading a scenario needs none of it
+    import numpy as np
 
 PERIOD_S = 15.0
 """Starlink's reconfiguration period."""
@@ -110,12 +112,16 @@ _BOUNDARY_DEFAULTS = {"boundary_extra_ms": 0.0, "boundary_length_s": 0.5, "bound
 
 def _uniforms(seed: int, label: str, n: int) -> np.ndarray:
     """`n` uniforms keyed by (seed, label): the same for every run of a seed, whatever its traffic."""
+    import numpy as np
+
     key = [seed & 0xFFFF_FFFF_FFFF_FFFF, zlib.crc32(label.encode())]
     return np.random.Generator(np.random.Philox(key=key)).random(n)
 
 
 def _inverse_cdf(q: list[float], u: np.ndarray) -> np.ndarray:
     """Piecewise-linear inverse CDF through `q` at equally spaced levels 0..1."""
+    import numpy as np
+
     levels = np.linspace(0.0, 1.0, len(q))
     return np.interp(u, levels, np.asarray(q, dtype=float))
 
@@ -128,6 +134,8 @@ def boundary_phase_s(epoch_unix_s: float) -> float:
 def extra_rtt_ms(a: Access, t_s: np.ndarray, seed: int, epoch_unix_s: float, who: str = "") -> np.ndarray:
     """The round-trip delay a resolved access (`Access.resolved`) adds at each step time `t_s` (run
     seconds); `who` tells several terminals' draws apart."""
+    import numpy as np
+
     out = np.zeros(len(t_s))
     if a.extra_rtt_ms_quantiles is not None and len(t_s):
         # One draw per step: the steps are the routing steps (a fixed grid from t = 0).
@@ -144,6 +152,8 @@ def extra_rtt_ms(a: Access, t_s: np.ndarray, seed: int, epoch_unix_s: float, who
 
 def rates_bps(a: Access, t_s: np.ndarray, seed: int, who: str = "") -> list[list[int] | None] | None:
     """Per step, the dish's [uplink, downlink] capacity in bit/s (None without rate quantiles)."""
+    import numpy as np
+
     if a.up_mbps_quantiles is None and a.down_mbps_quantiles is None:
         return None
     sec = np.floor(t_s).astype(np.int64)
@@ -163,6 +173,8 @@ def rates_bps(a: Access, t_s: np.ndarray, seed: int, who: str = "") -> list[list
 def apply(a: Access, leo: dict[str, Any], seed: int, epoch_unix_s: float) -> dict[str, Any]:
     """Adds the access to a leo-path's core dict (its `t_s`, `hop_delays_ms`): the extra delay on the
     dish's ground hop, the per-step rates. Returns what was applied, for the run's record."""
+    import numpy as np
+
     t = np.asarray(leo["t_s"], dtype=float)
     extra = extra_rtt_ms(a, t, seed, epoch_unix_s)
     hops = leo["hop_delays_ms"]
@@ -182,6 +194,8 @@ def apply(a: Access, leo: dict[str, Any], seed: int, epoch_unix_s: float) -> dic
 def for_terminal(a: Access, g: int, duration_s: float, step_s: float, seed: int, epoch_unix_s: float) -> dict[str, Any]:
     """A constellation terminal's access (ground node `g`): the one-way extra delay of its ground link
     at every routing step and its capacity per second, as leoguard-net's `GroundAccess` takes them."""
+    import numpy as np
+
     n = int(np.ceil(duration_s / step_s)) + 1
     t = np.arange(n) * step_s
     who = f".ground{g}"

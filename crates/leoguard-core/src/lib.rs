@@ -3,6 +3,7 @@
 //! Time is integer nanoseconds (`Instant`, `Duration`), units are newtypes (`Bytes`, `Bps`), and all
 //! randomness comes from [`rng::stream`], a reproducible generator derived from (run seed, component).
 
+pub mod events;
 pub mod keys;
 pub mod recent;
 pub mod rng;
@@ -10,6 +11,7 @@ pub mod seq;
 pub mod time;
 pub mod units;
 
+pub use events::EventQueue;
 pub use keys::{KeyMap, KeySet};
 pub use recent::RecentKeys;
 pub use rng::{stream, DrawKey, RngStream};

@@ -3,13 +3,12 @@
 //! and packet path (dataplane.rs, path.rs, hostio.rs) own it.
 
 use crate::config::{EmuConfig, FlowCfg};
-use crate::events::EventQueue;
 use crate::net::EmuNet;
 use crate::packet::AddrKey;
 use crate::plane::{Cause, Meta, Out, Owner, Plane, SLOT};
 use crate::report::Report;
 use crate::tunio::HostTun;
-use leoguard_core::Duration;
+use leoguard_core::{Duration, EventQueue, Instant};
 use leoguard_net::packet::Packet;
 use leoguard_net::topo::Control;
 use leoguard_net::LinkId;
@@ -101,7 +100,7 @@ impl Core {
 
     #[inline]
     pub(crate) fn push(&mut self, at: u64, ev: Ev) {
-        self.events.push(at, ev);
+        self.events.push(Instant(at), ev);
     }
 
     pub(crate) fn add_batch(&mut self, at: u64, actions: Vec<Control>) {

@@ -8,14 +8,13 @@
 //! (the emulator's own timing error).
 
 use crate::core::{Core, Ev, Host};
-use crate::events::EventQueue;
 use crate::leotp::LeotpHost;
 use crate::net::{EmuNet, MAX_RAMP};
 use crate::packet;
 use crate::plane::{Meta, NodePlugin, Owner};
 use crate::schemes::SchemeHost;
 use crate::tunio::HostTun;
-use leoguard_core::{Duration, Instant};
+use leoguard_core::{Duration, EventQueue, Instant};
 use leoguard_net::packet::Packet;
 use leoguard_net::schemes::wire::WireScheme;
 use leoguard_net::topo::Control;
@@ -155,7 +154,7 @@ impl DataPlane {
             meta: vec![Meta::default(); pool],
             pkts: vec![Packet::default(); pool],
             free: (0..pool as u32).rev().collect(),
-            events: EventQueue::new(),
+            events: EventQueue::default(),
             batches: Vec::new(),
             future_delays: vec![VecDeque::new(); n_links],
             lost: Vec::new(),
@@ -356,7 +355,7 @@ impl DataPlane {
             // CLOCK_EVERY events handled in a row (a loop behind real time handles many): lateness is
             // recorded for the event handled first after each reading.
             let (mut since_read, mut fresh) = (0, true);
-            while let Some(at) = self.core.events.next_at() {
+            while let Some(Instant(at)) = self.core.events.peek_time() {
                 if at > now || since_read >= CLOCK_EVERY {
                     now = self.core.clock_model();
                     (since_read, fresh) = (0, true);
@@ -371,7 +370,7 @@ impl DataPlane {
                     self.core.report.event_lateness.record(now.saturating_sub(at));
                     fresh = false;
                 }
-                let Some((at, ev)) = self.core.events.pop() else { break };
+                let Some((Instant(at), ev)) = self.core.events.pop() else { break };
                 self.core.prefetch_next();
                 self.handle(at, ev);
                 since_read += 1;
@@ -380,7 +379,7 @@ impl DataPlane {
             self.core.flush_due(now, false);
             now = self.core.clock_model();
             self.core.report.busy_ns += now - work0;
-            let next = self.core.events.next_at().map_or(end, |t| t.min(end)).min(self.core.next_flush);
+            let next = self.core.events.peek_time().map_or(end, |t| t.0.min(end)).min(self.core.next_flush);
             let wait_ms = if next > now + spin {
                 timer.arm_at(self.core.t0 + next - spin).map_err(os("timerfd"))?;
                 -1

@@ -8,7 +8,6 @@ pub mod capture;
 pub mod config;
 mod core;
 pub mod dataplane;
-mod events;
 pub mod hbh;
 pub mod hist;
 mod hostio;
