@@ -76,6 +76,8 @@ struct Block {
     complete: bool,
     rq: Option<SourceBlockDecoder>,
     frames: BTreeMap<u32, Frame>,
+    /// The offsets of `frames` still `Pending` (so a cut looks at those, not at every frame).
+    pending: BTreeSet<u32>,
     /// Packets cut out but held (in-order mode), by frame offset.
     held: BTreeMap<u32, Vec<u8>>,
     /// In-order: offset of the next frame to release.
@@ -103,6 +105,7 @@ impl Block {
             complete: false,
             rq: None,
             frames,
+            pending: BTreeSet::from([0]),
             held: BTreeMap::new(),
             cursor: 0,
             opened: now,
@@ -216,7 +219,7 @@ impl Decoder {
             return Ok(());
         }
         if h.repair {
-            b.repair.push((h.esi, data.clone()));
+            b.repair.push((h.esi, data));
         } else {
             let i = h.esi as usize;
             if b.symbols.len() <= i {
@@ -224,17 +227,19 @@ impl Decoder {
                 b.decoded.resize(i + 1, false);
             }
             // `seen` let each ESI through once, and decoding completes a block (handled above).
-            b.symbols[i] = Some(data.clone());
+            b.symbols[i] = Some(data);
             b.have_source += 1;
             if h.first != NO_FIRST {
                 // Only the first symbol of a block can be shorter than symbol_size: offsets are
                 // counted in symbol_size units.
                 let off = h.esi * u32::from(self.cfg.symbol_size) + u32::from(h.first);
-                b.frames.entry(off).or_insert(Frame::Pending);
+                if let std::collections::btree_map::Entry::Vacant(v) = b.frames.entry(off) {
+                    v.insert(Frame::Pending);
+                    b.pending.insert(off);
+                }
             }
         }
-        let fresh = EncodingPacket::new(PayloadId::new(h.block as u8, h.esi), data);
-        self.try_complete(h.block, fresh);
+        self.try_complete(h.block, h.esi, h.repair);
         self.cut(h.block);
         self.release();
         Ok(())
@@ -318,10 +323,10 @@ impl Decoder {
         Ok(sym)
     }
 
-    /// Marks block `id` complete when all its source symbols are in, or decodes it when enough
-    /// symbols arrived to try.
-    /// `fresh` is the symbol that just arrived (fed to a decoder already built from the others).
-    fn try_complete(&mut self, id: u32, fresh: EncodingPacket) {
+    /// Completes block `id` if it can, after symbol `esi` (a repair symbol if `repair`) arrived: by its
+    /// source symbols alone, or by decoding once it holds as many symbols as it has source symbols
+    /// (the new symbol is handed to a decoder already started; only then is it copied).
+    fn try_complete(&mut self, id: u32, esi: u32, repair: bool) {
         let Some(b) = self.blocks.get_mut(&id) else { return };
         let Some(k) = b.k else { return };
         // sym <= symbol_size fits u16.
@@ -340,7 +345,15 @@ impl Decoder {
             return;
         }
         let result = match &mut b.rq {
-            Some(rq) => rq.decode(std::iter::once(fresh)),
+            Some(rq) => {
+                let sym = if repair {
+                    b.repair.last().map(|(_, s)| s.clone())
+                } else {
+                    b.symbols.get(esi as usize).cloned().flatten()
+                };
+                let fresh = sym.map(|s| EncodingPacket::new(PayloadId::new(id as u8, esi), s));
+                rq.decode(fresh)
+            }
             None => {
                 let oti = ObjectTransmissionInformation::new(u64::from(k) * u64::from(t), t, 1, 1, 1);
                 let mut rq = SourceBlockDecoder::new(id as u8, &oti, u64::from(k) * u64::from(t));
@@ -403,33 +416,38 @@ impl Decoder {
         let t = b.sym.unwrap_or(self.cfg.symbol_size as usize);
         let limit = b.k.map_or(MAX_BLOCK_SYMBOLS as usize * t, |k| k as usize * t);
         // Lowest offset first: packets leave in entry order whenever their bytes allow.
-        let mut work: BTreeSet<u32> = b.frames.iter().filter(|(_, f)| **f == Frame::Pending).map(|(o, _)| *o).collect();
+        let mut work = b.pending.clone();
         while let Some(off) = work.pop_first() {
             let o = off as usize;
             if o == limit || o + FRAME_PREFIX > limit {
                 // The frame chain reached the end of the block (no room for a prefix: padding).
                 b.frames.insert(off, Frame::End);
+                b.pending.remove(&off);
                 continue;
             }
             let Some((prefix, _)) = Self::read(b, t, o, FRAME_PREFIX) else { continue };
             let len = u16::from_be_bytes([prefix[0], prefix[1]]) as usize;
             if len == 0 {
                 b.frames.insert(off, Frame::End);
+                b.pending.remove(&off);
                 continue;
             }
             if o + FRAME_PREFIX + len > limit {
                 // Only a corrupted symbol can say this; drop the frame rather than read past the block.
                 b.frames.insert(off, Frame::End);
+                b.pending.remove(&off);
                 self.stats.malformed += 1;
                 continue;
             }
             let Some((packet, recovered)) = Self::read(b, t, o + FRAME_PREFIX, len) else { continue };
             // len <= u16::MAX.
             b.frames.insert(off, Frame::Cut(len as u32));
+            b.pending.remove(&off);
             self.stats.recovered += u64::from(recovered);
             let next = (o + FRAME_PREFIX + len) as u32;
             let f = b.frames.entry(next).or_insert(Frame::Pending);
             if *f == Frame::Pending {
+                b.pending.insert(next);
                 work.insert(next);
             }
             if in_order {
@@ -461,7 +479,7 @@ impl Decoder {
                 }
                 b.cursor += FRAME_PREFIX as u32 + len;
             }
-            let finished = b.complete && !b.frames.values().any(|f| *f == Frame::Pending);
+            let finished = b.complete && b.pending.is_empty();
             if !finished {
                 return;
             }
