@@ -8,10 +8,13 @@ keeps every run that finished, and running the same sweep again skips them (`Res
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from leoguard.errors import LeoguardError
@@ -42,18 +45,46 @@ class SweepReport:
     ran: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    memory: list[dict[str, Any]] = field(default_factory=list)
+    """Per run simulated, in the order they ended: {key, worker (process id), rss_mib (the worker's
+    resident memory after the run), peak_mib (its peak so far)}."""
+
+    def memory_summary(self) -> list[dict[str, Any]]:
+        """Per worker: runs, peak RSS, and its RSS after its first and its last run (MiB): a worker
+        whose RSS climbs run after run shows it here."""
+        out: dict[int, dict[str, Any]] = {}
+        for m in self.memory:
+            w = out.setdefault(m["worker"], {"worker": m["worker"], "runs": 0, "peak_mib": 0.0})
+            w["runs"] += 1
+            w["peak_mib"] = max(w["peak_mib"], m["peak_mib"])
+            w.setdefault("rss_first_mib", m["rss_mib"])
+            w["rss_last_mib"] = m["rss_mib"]
+        return list(out.values())
 
 
 EXECUTORS = ("local", "ray")
 
 
-def _simulate(spec: dict[str, Any]) -> Results:
-    return simulate(Scenario.model_validate(spec))
+def _memory() -> dict[str, Any]:
+    """This process: id, resident memory now and its peak, MiB (Linux: /proc and getrusage)."""
+    import resource
+
+    rss = 0.0
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        rss = pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"worker": os.getpid(), "rss_mib": round(rss, 1), "peak_mib": round(peak, 1)}
+
+
+def _simulate(spec: dict[str, Any]) -> tuple[Results, dict[str, Any]]:
+    res = simulate(Scenario.model_validate(spec))
+    return res, _memory()
 
 
 def _run_ray(
     todo: list[SweepRun],
-    finish: Callable[[SweepRun, Results], None],
+    finish: Callable[[SweepRun, Results, dict[str, Any]], None],
     report: SweepReport,
     workers: int,
     address: str | None,
@@ -81,12 +112,12 @@ def _run_ray(
             for ref in finished:
                 r = pending.pop(ref)
                 try:
-                    res = ray.get(ref)
+                    res, mem = ray.get(ref)
                 except Exception as e:  # the task's error (RayTaskError wraps it) is this run's failure
                     cause = getattr(e, "cause", None) or e
                     report.failed[r.key] = f"{type(cause).__name__}: {cause}"
                     continue
-                finish(r, res)
+                finish(r, res, mem)
     except KeyboardInterrupt:
         for ref in pending:
             ray.cancel(ref, force=True)
@@ -124,8 +155,9 @@ def run_sweep(
             todo.append(r)
     total, done = len(runs), len(report.skipped)
 
-    def finish(r: SweepRun, res: Results) -> None:
+    def finish(r: SweepRun, res: Results, mem: dict[str, Any]) -> None:
         nonlocal done
+        report.memory.append({"key": r.key, **mem})
         store.put(r.key, res, scheme=r.scheme, pair=r.pair, metrics=r.metrics(res) if r.metrics else None)
         report.ran.append(r.key)
         done += 1
@@ -142,23 +174,25 @@ def run_sweep(
             except LeoguardError as e:
                 report.failed[r.key] = str(e)
                 continue
-            finish(r, res)
+            finish(r, res, _memory())
         return report
     # Spawned, not forked: forking a process whose thread pools (polars, the Rust core) are running
     # can deadlock the child.
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        pending: dict[Future[Results], SweepRun] = {pool.submit(_simulate, r.scenario.model_dump()): r for r in todo}
+        pending: dict[Future[tuple[Results, dict[str, Any]]], SweepRun] = {
+            pool.submit(_simulate, r.scenario.model_dump()): r for r in todo
+        }
         try:
             while pending:
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     r = pending.pop(fut)
                     try:
-                        res = fut.result()
+                        res, mem = fut.result()
                     except Exception as e:  # a worker's error is this run's failure, not the sweep's
                         report.failed[r.key] = f"{type(e).__name__}: {e}"
                         continue
-                    finish(r, res)
+                    finish(r, res, mem)
         except KeyboardInterrupt:
             for fut in pending:
                 fut.cancel()

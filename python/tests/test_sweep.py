@@ -32,6 +32,14 @@ def test_a_sweep_runs_in_parallel_and_a_second_time_skips_everything(tmp_path):
         assert sum(1 for x in losses if x == 0.0) == 2 and sum(1 for x in losses if x > 0.01) == 2
         again = run_sweep(runs, st, workers=2)
         assert not again.ran and sorted(again.skipped) == sorted(r.key for r in runs)
+        # Each run simulated says which worker ran it and that worker's memory after it.
+        assert sorted(m["key"] for m in rep.memory) == sorted(rep.ran) and not again.memory
+        import os
+
+        workers = rep.memory_summary()
+        assert 1 <= len(workers) <= 2 and sum(w["runs"] for w in workers) == 4
+        assert all(w["worker"] != os.getpid() for w in workers), "the runs ran in the pool's processes"
+        assert all(20 < w["rss_first_mib"] <= w["peak_mib"] and w["rss_last_mib"] <= w["peak_mib"] for w in workers)
 
 
 def test_a_failing_run_is_reported_and_the_others_are_stored(tmp_path, monkeypatch):
@@ -66,6 +74,7 @@ def test_the_same_sweep_runs_on_a_local_ray_instance(tmp_path):
         bad.scenario.flows[0].rate_mbps = 0.0  # bypasses validation here; the core refuses it in the worker
         rep = sweep.run_sweep([*runs, bad], st, workers=2, executor="ray")
         assert sorted(rep.ran) == sorted(r.key for r in runs)
+        assert sorted(m["key"] for m in rep.memory) == sorted(rep.ran), "Ray tasks report their memory too"
         assert list(rep.failed) == [bad.key] and "rate" in rep.failed[bad.key]
         stored = {r.key: st.table(r.key, "flows")["endpoint_loss"][0] for r in runs}
         local = {r.key: sweep.simulate(r.scenario).flows["endpoint_loss"][0] for r in runs}
