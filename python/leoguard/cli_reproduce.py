@@ -116,11 +116,8 @@ def reproduce_satguard(
     console.print(t)
     for k, v in r.sweep.failed.items():
         console.print(f"[red]failed[/] {k}: {v}")
-    for w in r.sweep.memory_summary():
-        console.print(
-            f"worker {w['worker']}: {w['runs']} runs, peak RSS {w['peak_mib']:g} MiB, "
-            f"RSS after its first run {w['rss_first_mib']:g} MiB, after its last {w['rss_last_mib']:g} MiB"
-        )
+    for line in r.sweep.memory_lines():
+        console.print(line)
     console.print(f"report: {r.report}; figures and table.json in {out}; runs in {store}")
     if r.sweep.failed:
         raise typer.Exit(1)

@@ -61,6 +61,14 @@ class SweepReport:
             w["rss_last_mib"] = m["rss_mib"]
         return list(out.values())
 
+    def memory_lines(self) -> list[str]:
+        """`memory_summary` in words, a line per worker (none when nothing was simulated)."""
+        return [
+            f"worker {w['worker']}: {w['runs']} runs, peak RSS {w['peak_mib']:g} MiB, RSS after its first run "
+            f"{w['rss_first_mib']:g} MiB, after its last {w['rss_last_mib']:g} MiB"
+            for w in self.memory_summary()
+        ]
+
 
 EXECUTORS = ("local", "ray")
 

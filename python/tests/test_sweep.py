@@ -40,6 +40,7 @@ def test_a_sweep_runs_in_parallel_and_a_second_time_skips_everything(tmp_path):
         assert 1 <= len(workers) <= 2 and sum(w["runs"] for w in workers) == 4
         assert all(w["worker"] != os.getpid() for w in workers), "the runs ran in the pool's processes"
         assert all(20 < w["rss_first_mib"] <= w["peak_mib"] and w["rss_last_mib"] <= w["peak_mib"] for w in workers)
+        assert [ln.split(":")[0] for ln in rep.memory_lines()] == [f"worker {w['worker']}" for w in workers]
 
 
 def test_a_failing_run_is_reported_and_the_others_are_stored(tmp_path, monkeypatch):

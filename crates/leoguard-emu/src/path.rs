@@ -8,7 +8,6 @@ use crate::dataplane::DataPlane;
 use crate::plane::{Cause, NodePlugin, Out};
 use leoguard_core::Instant;
 use leoguard_net::link::{DropReason, Offer};
-use leoguard_net::packet::NET_CONTROL;
 use leoguard_net::schemes::wire::LINK_LOCAL_DST;
 use leoguard_net::LinkId;
 
@@ -16,8 +15,6 @@ impl DataPlane {
     /// Puts the packet in `slot` on `link` at model time `t`, with its scheme fields written into
     /// its Hop-by-Hop header; the link charges the larger of its real size and the size the scheme
     /// modelled (an encapsulation the bytes do not carry).
-    /// (Control packets and what a hook flags for it ride the link's prioritised channel, ahead of
-    /// queued data, as in the simulator.)
     pub(crate) fn put_on(&mut self, link: LinkId, slot: u32, t: u64) {
         let size = self.schemes.on_wire_out(&mut self.core, slot).max(self.core.pkts[slot as usize].size);
         let from = self.core.net.links[link.0 as usize].from.0;
@@ -25,7 +22,7 @@ impl DataPlane {
             Instant(t),
             slot,
             size,
-            self.core.pkts[slot as usize].net.flags & NET_CONTROL != 0,
+            self.schemes.prioritised(&self.core.pkts[slot as usize]),
         );
         // The tap records a departure as the interface sees it, as the simulator's does: sent, lost on
         // the way or not; a packet the queue turned away or a down link refused never left.

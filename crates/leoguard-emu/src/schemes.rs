@@ -19,36 +19,14 @@
 
 use crate::hbh;
 use crate::plane::{Cause, Meta, NodePlugin, Out, Owner, Plane, SLOT};
+use leoguard_core::keys::KeyHasher;
 use leoguard_core::{Duration, Instant};
 use leoguard_net::host::{Agent, Ctx, SendKind};
 use leoguard_net::packet::{Packet, NET_CONTROL};
 use leoguard_net::schemes::wire::{self, WireScheme, LINK_LOCAL_DST};
 use leoguard_net::LinkId;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// The masters' map hashes its (flow, sequence) keys with one multiply per word (FxHash's), not
-/// SipHash: the keys are the data plane's own counters, not attacker-chosen, and the map is asked once
-/// per packet entering the network.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u32(&mut self, x: u32) {
-        self.write_u64(u64::from(x));
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
+use std::hash::BuildHasherDefault;
 
 /// The per-hop scheme's state in the data plane.
 pub struct SchemeHost {
@@ -56,7 +34,8 @@ pub struct SchemeHost {
     hooks: Vec<Option<Box<dyn Agent>>>,
     ctx: Ctx,
     scheme: WireScheme,
-    /// (flow, seq) -> the slot holding the packet's bytes (its master: the packet's own slot, pinned).
+    /// (flow, seq) -> the slot holding the packet's bytes (its master: the packet's own slot, pinned);
+    /// asked once per packet entering the network, so hashed with the core's integer-key hasher.
     masters: HashMap<(u32, u64), u32, BuildHasherDefault<KeyHasher>>,
     /// Masters in the order they were made: (expiry, flow, seq).
     master_q: VecDeque<(u64, u32, u64)>,

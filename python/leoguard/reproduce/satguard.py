@@ -738,18 +738,8 @@ def write_report(r: Reproduction, outdir: Path) -> Path:
         f"Runs: {len(r.sweep.ran)} simulated now, {len(r.sweep.skipped)} taken from the store, "
         f"{len(r.sweep.failed)} failed.",
     ]
-    mem = r.sweep.memory_summary()
-    if mem:
-        lines += [
-            "",
-            "Memory per worker (resident, MiB): "
-            + "; ".join(
-                f"{w['runs']} runs, peak {w['peak_mib']:g}, after its first run {w['rss_first_mib']:g}, "
-                f"after its last {w['rss_last_mib']:g}"
-                for w in mem
-            )
-            + ".",
-        ]
+    if mem := r.sweep.memory_lines():
+        lines += ["", "Memory per worker: " + "; ".join(mem) + "."]
     if r.sweep.failed:
         lines += ["", "## Failed runs", ""] + [f"- `{k}`: {v}" for k, v in r.sweep.failed.items()]
     lines += [

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ NO_OUTPUT = (None, "", "")
 """A program's (exit code, stdout, stderr) when it never ran."""
 
 
-class FlowApp(RunApp):
+class FlowApp(RunApp, ABC):
     """Scenario flow `i` as an app: its two hosts, born with its congestion control (the kernel's name
     for it, cubic for the rest); one data-plane flow from its source to its port; its client started
     at `start_s` once it is sure to send for 0.5 s; its pings; its `flows` row (kind-specific figures
@@ -74,9 +75,9 @@ class FlowApp(RunApp):
         if self.pings and sc.emu.ping_interval_ms is not None:
             self.ping = _start_ping(hosts, self, run_s, sc.emu.ping_interval_ms)
 
+    @abstractmethod
     def _start_client(self, hosts: AppHosts, at_ns: int, run_s: float) -> None:
         """Starts the sending side at CLOCK_MONOTONIC `at_ns` (now), to send for `run_s` seconds."""
-        raise NotImplementedError
 
     def finish(self, timeout_s: float) -> dict[str, Any]:
         # Server, client, ping: each (exit code, stdout, stderr).
@@ -101,9 +102,9 @@ class FlowApp(RunApp):
         if "ping" in raw:
             out.pings.extend(_ping_rows(self.i, raw["ping"][1], out.emu))
 
+    @abstractmethod
     def _fill(self, row: dict[str, Any], raw: dict[str, Any], dpf: dict[str, Any], out: RunTables) -> None:
         """The kind's figures into its `flows` row (and its other tables' rows into `out`)."""
-        raise NotImplementedError
 
 
 def _start_ping(hosts: AppHosts, flow: FlowApp, run_s: float, interval_ms: float) -> Proc:
