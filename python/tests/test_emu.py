@@ -150,8 +150,10 @@ def test_every_kernel_connection_is_born_with_its_hosts_congestion_control(cc):
 
 def test_ping_rtt_loss_and_order_follow_the_engine():
     """A 4 Mbit/s probe and ping across the chain, 2 % Bernoulli loss on the second link's forward
-    direction: ping's RTT is the engine's (propagation plus serialisation) within 0.5 ms, the realised
-    loss is inside the binomial 99 % interval on the link and at the receiver, nothing is reordered."""
+    direction: ping's RTT is the engine's (propagation plus serialisation) plus the hosts' own path
+    (four TUN crossings and ping's wake-ups: under 0.5 ms on earlier VMs of this kind, 0.55 ms on a slower
+    one), never less and under 1 ms more; the realised loss is inside the binomial 99 % interval on
+    the link and at the receiver, nothing is reordered."""
     _require_root()
     links = _chain()["links"]
     links[1]["loss"] = {"model": "bernoulli", "p": 0.02}
@@ -167,7 +169,7 @@ def test_ping_rtt_loss_and_order_follow_the_engine():
     engine_rtt = 2 * 30.0 + 6 * 104 * 8 / 20e6 * 1e3
     med = r.pings["rtt_ms"].median()
     assert len(r.pings) > 100
-    assert abs(med - engine_rtt) < 0.5, (med, engine_rtt)
+    assert 0.0 <= med - engine_rtt < 1.0, (med, engine_rtt)
     # Each reply's send time in model time (ping -D): inside the run, in order, at least ping's 20 ms
     # apart (ping paces itself by its own timer, a few ms later than asked at this rate).
     sent = r.pings["sent_s"].to_numpy()

@@ -17,11 +17,12 @@ use std::collections::{HashMap, VecDeque};
 /// An event of the data plane's queue.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Ev {
-    TxDone(u32),
+    /// A link's wake (`leoguard_net::Wake`): the head of its wire may be due; `slot` is the packet
+    /// foreseen (a prefetch hint).
     Arrive {
         link: u32,
         slot: u32,
-        epoch: u32,
+        token: u32,
     },
     Controls(u32),
     /// A plug-in's timer on a node.
@@ -101,6 +102,14 @@ impl Core {
     #[inline]
     pub(crate) fn push(&mut self, at: u64, ev: Ev) {
         self.events.push(Instant(at), ev);
+    }
+
+    /// Schedules a link's wake, if it asked for one.
+    #[inline]
+    pub(crate) fn wake(&mut self, link: LinkId, wake: Option<leoguard_net::Wake<u32>>) {
+        if let Some(w) = wake {
+            self.events.push(w.at, Ev::Arrive { link: link.0, slot: w.pkt, token: w.token });
+        }
     }
 
     pub(crate) fn add_batch(&mut self, at: u64, actions: Vec<Control>) {

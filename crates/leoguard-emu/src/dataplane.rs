@@ -202,21 +202,22 @@ impl DataPlane {
                     q.pop_front();
                 }
                 let l = &mut self.core.net.links[link.0 as usize];
-                match q.front() {
+                let wake = match q.front() {
                     Some(&(t1, d1)) if t1 - t <= MAX_RAMP.as_nanos() => {
                         l.ramp_delay(Instant(t), delay, Instant(t1), d1)
                     }
-                    _ => l.set_delay(delay),
-                }
+                    _ => l.set_delay(Instant(t), delay),
+                };
+                self.core.wake(link, wake);
             }
-            Control::Rate { link, rate } => self.core.net.links[link.0 as usize].set_rate(rate),
+            Control::Rate { link, rate } => self.core.net.links[link.0 as usize].set_rate(Instant(t), rate),
             Control::State { link, up } => self.set_state(link, up, t),
         }
     }
 
     fn set_state(&mut self, link: LinkId, up: bool, t: u64) {
         let mut lost = std::mem::take(&mut self.core.lost);
-        self.core.net.links[link.0 as usize].set_state(up, &mut lost);
+        self.core.net.links[link.0 as usize].set_state(Instant(t), up, &mut lost);
         for s in lost.drain(..) {
             self.core.drop_slot(s, Cause::Down);
         }
@@ -232,29 +233,15 @@ impl DataPlane {
 
     fn handle(&mut self, at: u64, ev: Ev) {
         match ev {
-            Ev::TxDone(l) => {
+            Ev::Arrive { link: l, token, .. } => {
                 let link = &mut self.core.net.links[l as usize];
-                let d = link.tx_done(Instant(at));
-                if let Some((t, slot)) = d.head_arrival {
-                    let epoch = link.epoch();
-                    self.core.push(t.as_nanos(), Ev::Arrive { link: l, slot, epoch });
-                }
-                if let Some(t) = d.next_done {
-                    self.core.push(t.as_nanos(), Ev::TxDone(l));
-                }
-            }
-            Ev::Arrive { link: l, slot: head, epoch } => {
-                let link = &mut self.core.net.links[l as usize];
-                let Some((slot, next)) = link.arrive(epoch) else { return };
-                debug_assert_eq!(slot, head, "wire head and event agree");
+                let a = link.wake(Instant(at), token);
                 let to = link.to.0;
-                let epoch = link.epoch();
-                if let Some((t, s)) = next {
-                    self.core.push(t.as_nanos(), Ev::Arrive { link: l, slot: s, epoch });
-                }
+                self.core.wake(LinkId(l), a.wake);
+                let Some(slot) = a.pkt else { return };
                 self.core.report.packet_hops += 1;
                 // A delivery holds for coalescing only if more is about to arrive over its last link.
-                self.core.next_arrival = next.map_or(u64::MAX, |(t, _)| t.as_nanos());
+                self.core.next_arrival = a.wake.map_or(u64::MAX, |w| w.at.as_nanos());
                 self.arrive_at(to, LinkId(l), slot, at);
                 self.core.next_arrival = u64::MAX;
             }
@@ -418,12 +405,16 @@ impl DataPlane {
         if let (Some(tap), Some(c)) = (self.core.tap.as_ref(), self.core.cfg.capture.as_ref()) {
             self.core.report.capture = Some(tap.write(&c.path).map_err(os(format!("writing the capture {}", c.path)))?);
         }
+        // The links' counters include every serialisation started by the end (their transmitters
+        // are brought up to it: a serialisation's end is not an event).
+        let stop = Instant(self.core.report.elapsed_ns);
         self.core.report.links = self
             .core
             .net
             .links
-            .iter()
+            .iter_mut()
             .map(|l| {
+                l.advance(stop);
                 let m = l.loss_model();
                 let lossy = m.and_then(|m| m.lossy_seconds(Instant(end)));
                 (l.from.0, l.to.0, l.stats, m.map_or("none", |m| m.name()), lossy)

@@ -72,7 +72,7 @@ impl NetBuilder for EmuNet {
     }
 
     fn set_rate_schedule(&mut self, link: LinkId, schedule: RateSchedule) {
-        self.links[link.0 as usize].set_rate_schedule(Some(schedule));
+        self.links[link.0 as usize].set_rate_schedule(Instant(0), Some(schedule));
     }
 
     fn set_initial_state(&mut self, link: LinkId, up: bool) {
@@ -182,7 +182,7 @@ mod tests {
             for (_, actions) in batches.iter().filter(|b| b.0 <= Instant(k * 1_000_000_000)) {
                 for a in actions {
                     if let Control::Rate { link, rate } = *a {
-                        net.links[link.0 as usize].set_rate(rate);
+                        net.links[link.0 as usize].set_rate(Instant(k * 1_000_000_000), rate);
                     }
                 }
             }

@@ -3,7 +3,6 @@
 //! on the next link (the scheme's fields written). What a plug-in asks for in a call is carried out as
 //! the call returns, before the packet it was shown goes on, as the simulator does.
 
-use crate::core::Ev;
 use crate::dataplane::DataPlane;
 use crate::plane::{Cause, NodePlugin, Out};
 use leoguard_core::Instant;
@@ -38,8 +37,7 @@ impl DataPlane {
                     DropReason::Down => Cause::Down,
                 },
             ),
-            Offer::Transmitting { done } => self.core.push(done.as_nanos(), Ev::TxDone(link.0)),
-            Offer::Queued => {}
+            Offer::Accepted { wake } => self.core.wake(link, wake),
         }
     }
 
@@ -57,9 +55,9 @@ impl DataPlane {
         };
         if hook && self.schemes.runs_at(at) {
             let size = self.core.pkts[slot as usize].size;
-            let l = &self.core.net.links[link.0 as usize];
+            let l = &mut self.core.net.links[link.0 as usize];
             // A packet the queue turns away never reaches the interface: the hook sees no departure.
-            if l.has_room(size) {
+            if l.has_room(Instant(t), size) {
                 let wait = l.egress_wait(Instant(t), size);
                 let keep = self.schemes.on_depart(&mut self.core, at, link, slot, t, wait);
                 self.run_out(t);

@@ -12,5 +12,5 @@ pub mod routes;
 pub mod schemes;
 pub mod topo;
 
-pub use link::{DropReason, Link, LinkId, LinkStats, NodeId, Offer, QueueLimit, RateSchedule, TxDone};
+pub use link::{Arrival, DropReason, Link, LinkId, LinkStats, NodeId, Offer, QueueLimit, RateSchedule, Wake};
 pub use topo::{Control, Driver, NetBuilder};

@@ -9,6 +9,12 @@
 //! loses every packet on the wire and in its queue (a handover interruption). Link-local control
 //! packets (HAcks, link-layer ACKs) ride a prioritised channel: ahead of data, never refused for room.
 //!
+//! The transmitter is lazy: the end of a serialisation is not an event. Each call that takes `now`
+//! first brings the transmitter up to `now` ([`Link::advance`]: every serialisation that ended by then
+//! moves its packet onto the wire and starts the next), so a serialisation ending at `t` is applied
+//! before anything else the link sees at `t`. The engine schedules one kind of event per link, a
+//! [`Wake`] at the next arrival, and only when the link asks for it; a packet-hop costs one event.
+//!
 //! A link's capacity may follow a periodic [`RateSchedule`] (LEOTP's Fig 14: a 10 +/- 1 Mbit/s
 //! square wave). Approximation: the rate in force when a packet's serialisation *starts* sets its
 //! whole serialisation time, and a step boundary does not re-time a packet already on the
@@ -67,28 +73,37 @@ pub struct LinkStats {
     pub max_queue_bytes: u64,
 }
 
+/// An event the link asks its engine to schedule: call [`Link::wake`] with `token` at `at` (the next
+/// arrival as now foreseen). A later wake of the same link supersedes it (its token no longer matches).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wake<P> {
+    /// When.
+    pub at: Instant,
+    /// What to hand back.
+    pub token: u32,
+    /// The packet foreseen to arrive (a hint: an engine may prefetch it).
+    pub pkt: P,
+}
+
 /// What offering a packet to a link did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Offer<P> {
     /// Dropped; the packet is handed back for the caller to record and release.
     Dropped(P, DropReason),
-    /// The transmitter was idle: the packet is being serialised until `done` (schedule a tx-done).
-    Transmitting {
-        /// When its last bit is sent.
-        done: Instant,
+    /// Serialising or queued; schedule `wake` if there is one.
+    Accepted {
+        /// A wake to schedule (the link had none due early enough).
+        wake: Option<Wake<P>>,
     },
-    /// Queued behind others.
-    Queued,
 }
 
-/// What finishing a serialisation did.
+/// What a wake found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TxDone<P> {
-    /// The packet that started propagating became the head of the wire: schedule its arrival
-    /// (the epoch to check on arrival is [`Link::epoch`]).
-    pub head_arrival: Option<(Instant, P)>,
-    /// The next packet started serialising: schedule its tx-done.
-    pub next_done: Option<Instant>,
+pub struct Arrival<P> {
+    /// The packet that arrived (none for a superseded wake, or an early one after the delay grew).
+    pub pkt: Option<P>,
+    /// The next wake to schedule.
+    pub wake: Option<Wake<P>>,
 }
 
 /// A periodic, piecewise-constant capacity: `rates` in equal steps of `period / rates.len()`,
@@ -149,10 +164,14 @@ pub struct Link<P> {
     queued_control: usize,
     /// Packet being serialised, with its size.
     tx: Option<(P, u32)>,
+    /// When the serialisation in progress ends.
+    tx_end: Instant,
     /// Packets propagating, in arrival order: (arrival time, packet, size). Only the head needs an
     /// event in the engine's queue.
     wire: VecDeque<(Instant, P, u32)>,
-    epoch: u32,
+    /// The wake the engine holds (its time), if any; its token is `token`.
+    wake_at: Option<Instant>,
+    token: u32,
     /// A delay ramp (emulator: delays follow the orbit between routing steps): from `.0` at delay
     /// `.1` to `.2` at delay `.3`, linear; `delay` is used outside it.
     ramp: Option<(Instant, Duration, Instant, Duration)>,
@@ -180,8 +199,10 @@ impl<P: Copy> Link<P> {
             queued_bytes: 0,
             queued_control: 0,
             tx: None,
+            tx_end: Instant(0),
             wire: VecDeque::new(),
-            epoch: 0,
+            wake_at: None,
+            token: 0,
             ramp: None,
             schedule: None,
             loss: None,
@@ -196,14 +217,16 @@ impl<P: Copy> Link<P> {
         self.loss = Some(loss);
     }
 
-    /// Sets the constant capacity for packets that start serialising from now on (the one being
+    /// Sets the constant capacity for packets that start serialising after `now` (the one being
     /// serialised keeps its rate; a link with a rate schedule keeps following it).
-    pub fn set_rate(&mut self, rate: Bps) {
+    pub fn set_rate(&mut self, now: Instant, rate: Bps) {
+        self.advance(now);
         self.rate = rate;
     }
 
-    /// Makes the capacity follow `schedule` from now on (`None`: the constant `rate` again).
-    pub fn set_rate_schedule(&mut self, schedule: Option<RateSchedule>) {
+    /// Makes the capacity follow `schedule` after `now` (`None`: the constant `rate` again).
+    pub fn set_rate_schedule(&mut self, now: Instant, schedule: Option<RateSchedule>) {
+        self.advance(now);
         self.schedule = schedule.map(Box::new);
     }
 
@@ -231,31 +254,87 @@ impl<P: Copy> Link<P> {
         self.loss.as_deref()
     }
 
-    /// Bytes waiting (excluding the packet on the transmitter).
+    /// Bytes waiting (excluding the packet on the transmitter) as of the last call that took a time
+    /// ([`Link::advance`] brings it up to date).
     pub fn queued_bytes(&self) -> u64 {
         self.queued_bytes
     }
 
-    /// Packets waiting (excluding the packet on the transmitter).
+    /// Packets waiting (excluding the packet on the transmitter), as of the last call that took a time.
     pub fn queued_packets(&self) -> usize {
         self.queue.len()
     }
 
-    /// Packets on the wire (propagating).
+    /// Packets on the wire (propagating), as of the last call that took a time.
     pub fn on_wire(&self) -> usize {
         self.wire.len()
     }
 
-    /// The up-epoch: it changes each time the link goes down, so an arrival scheduled before that
-    /// is recognised as lost.
-    pub fn epoch(&self) -> u32 {
-        self.epoch
+    /// Brings the transmitter up to `now`: each serialisation that ended by `now` puts its packet on
+    /// the wire (with the delay in force when it ended) and starts the next packet (at the rate in
+    /// force then). Every method that takes a time calls it first; an engine calls it before reading
+    /// the counters or the queue at a time of its own (a sample, the end of a run).
+    #[inline]
+    pub fn advance(&mut self, now: Instant) {
+        while let Some((pkt, size)) = self.tx {
+            let end = self.tx_end;
+            if end > now {
+                return;
+            }
+            let prop = end + self.delay_at(end);
+            // FIFO: a packet never arrives before the one ahead of it.
+            let at = self.wire.back().map_or(prop, |&(prev, _, _)| prev.max(prop));
+            self.wire.push_back((at, pkt, size));
+            self.tx = self.queue.pop_front();
+            if let Some((_, size)) = self.tx {
+                self.queued_control = self.queued_control.saturating_sub(1);
+                self.queued_bytes -= u64::from(size);
+                self.start(end, size);
+            }
+        }
     }
 
-    /// Whether a packet of `size` bytes offered now would find room (an idle transmitter or space in
-    /// the queue); a link that is down or loses the packet in transmission still "accepts" it.
+    /// Starts serialising a packet of `size` bytes at `at` (it is already in `tx`).
     #[inline]
-    pub fn has_room(&self, size: u32) -> bool {
+    fn start(&mut self, at: Instant, size: u32) {
+        let tx = self.rate_at(at).transmission_time(Bytes(u64::from(size))).unwrap_or(Duration::ZERO);
+        self.stats.busy_ns += tx.as_nanos();
+        self.tx_end = at + tx;
+    }
+
+    /// The next arrival as foreseen now (the wire's head, else the packet on the transmitter with the
+    /// delay it will get), or `None` when nothing is in flight.
+    #[inline]
+    pub fn next_arrival(&self) -> Option<Instant> {
+        match self.wire.front() {
+            Some(&(at, _, _)) => Some(at),
+            None => self.tx.map(|_| self.tx_end + self.delay_at(self.tx_end)),
+        }
+    }
+
+    /// A wake for the next arrival, unless the engine already holds one due no later.
+    #[inline]
+    fn rearm(&mut self) -> Option<Wake<P>> {
+        let (at, pkt) = match self.wire.front() {
+            Some(&(at, pkt, _)) => (at, pkt),
+            None => {
+                let (pkt, _) = self.tx?;
+                (self.tx_end + self.delay_at(self.tx_end), pkt)
+            }
+        };
+        if self.wake_at.is_some_and(|w| w <= at) {
+            return None;
+        }
+        self.token = self.token.wrapping_add(1);
+        self.wake_at = Some(at);
+        Some(Wake { at, token: self.token, pkt })
+    }
+
+    /// Whether a packet of `size` bytes offered at `now` would find room (an idle transmitter or space
+    /// in the queue); a link that is down or loses the packet in transmission still "accepts" it.
+    #[inline]
+    pub fn has_room(&mut self, now: Instant, size: u32) -> bool {
+        self.advance(now);
         self.tx.is_none() || self.fits(u64::from(size))
     }
 
@@ -271,7 +350,8 @@ impl<P: Copy> Link<P> {
     /// ahead of it and its own serialisation (the packet on the transmitter is left out: at most one
     /// MTU), at the rate in force at `now` (with a schedule, an estimate across a step boundary).
     #[inline]
-    pub fn egress_wait(&self, now: Instant, size: u32) -> Duration {
+    pub fn egress_wait(&mut self, now: Instant, size: u32) -> Duration {
+        self.advance(now);
         self.rate_at(now).transmission_time(Bytes(self.queued_bytes + u64::from(size))).unwrap_or(Duration::ZERO)
     }
 
@@ -288,18 +368,23 @@ impl<P: Copy> Link<P> {
         }
     }
 
-    /// Sets the delay for packets that start propagating from now on (ends any ramp).
-    pub fn set_delay(&mut self, delay: Duration) {
+    /// Sets the delay for packets that start propagating after `now` (ends any ramp). Returns a wake
+    /// to schedule if the next arrival moved earlier.
+    pub fn set_delay(&mut self, now: Instant, delay: Duration) -> Option<Wake<P>> {
+        self.advance(now);
         self.delay = delay;
         self.ramp = None;
+        self.rearm()
     }
 
     /// Moves the delay linearly from `from` (at `now`) to `to` (at `until`); after `until` the delay
     /// stays `to`. The emulator uses it so that a packet's delay follows the orbit between routing
-    /// steps instead of jumping at each step.
-    pub fn ramp_delay(&mut self, now: Instant, from: Duration, until: Instant, to: Duration) {
+    /// steps instead of jumping at each step. Returns a wake as [`Link::set_delay`] does.
+    pub fn ramp_delay(&mut self, now: Instant, from: Duration, until: Instant, to: Duration) -> Option<Wake<P>> {
+        self.advance(now);
         self.delay = to;
         self.ramp = (until > now).then_some((now, from, until, to));
+        self.rearm()
     }
 
     /// Offers packet `pkt` of `size` bytes at `now`; `control` marks a link-local control packet.
@@ -315,7 +400,7 @@ impl<P: Copy> Link<P> {
             self.stats.drops_down += 1;
             return Offer::Dropped(pkt, DropReason::Down);
         }
-        if !control && !self.has_room(size) {
+        if !control && !self.has_room(now, size) {
             self.stats.drops_queue += 1;
             return Offer::Dropped(pkt, DropReason::Queue);
         }
@@ -325,11 +410,11 @@ impl<P: Copy> Link<P> {
                 return Offer::Dropped(pkt, DropReason::Loss);
             }
         }
+        self.advance(now);
         if self.tx.is_none() {
             self.tx = Some((pkt, size));
-            let tx = self.rate_at(now).transmission_time(Bytes(u64::from(size))).unwrap_or(Duration::ZERO);
-            self.stats.busy_ns += tx.as_nanos();
-            return Offer::Transmitting { done: now + tx };
+            self.start(now, size);
+            return Offer::Accepted { wake: self.rearm() };
         }
         if control {
             // Behind the control packets already waiting, ahead of all data.
@@ -340,56 +425,42 @@ impl<P: Copy> Link<P> {
         }
         self.queued_bytes += u64::from(size);
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queued_bytes);
-        Offer::Queued
+        // The transmitter is busy, so a wake is already held for the packet ahead.
+        Offer::Accepted { wake: None }
     }
 
-    /// The serialisation in progress ended at `now`: that packet starts propagating and the next one
-    /// starts serialising.
+    /// The engine's wake `token` fired at `now`: the head of the wire arrives if it is due (returned)
+    /// and the next wake is handed back. A superseded wake (the link went down, or the next arrival
+    /// moved earlier since) finds nothing.
     #[inline]
-    pub fn tx_done(&mut self, now: Instant) -> TxDone<P> {
-        let mut out = TxDone { head_arrival: None, next_done: None };
-        let Some((pkt, size)) = self.tx.take() else { return out };
-        let prop = now + self.delay_at(now);
-        // FIFO: a packet never arrives before the one ahead of it.
-        let at = self.wire.back().map_or(prop, |&(prev, _, _)| prev.max(prop));
-        self.wire.push_back((at, pkt, size));
-        if self.wire.len() == 1 {
-            out.head_arrival = Some((at, pkt));
+    pub fn wake(&mut self, now: Instant, token: u32) -> Arrival<P> {
+        if token != self.token || self.wake_at.is_none() {
+            return Arrival { pkt: None, wake: None };
         }
-        if let Some((next, size)) = self.queue.pop_front() {
-            self.queued_control = self.queued_control.saturating_sub(1);
-            self.queued_bytes -= u64::from(size);
-            self.tx = Some((next, size));
-            let tx = self.rate_at(now).transmission_time(Bytes(u64::from(size))).unwrap_or(Duration::ZERO);
-            self.stats.busy_ns += tx.as_nanos();
-            out.next_done = Some(now + tx);
+        self.wake_at = None;
+        self.advance(now);
+        let mut pkt = None;
+        if self.wire.front().is_some_and(|&(at, _, _)| at <= now) {
+            let (_, head, size) = self.wire.pop_front().expect("front checked");
+            self.stats.delivered += 1;
+            self.stats.delivered_bytes += u64::from(size);
+            pkt = Some(head);
         }
-        out
+        Arrival { pkt, wake: self.rearm() }
     }
 
-    /// The head of the wire arrives (an arrival scheduled in up-epoch `epoch`). Returns the packet and
-    /// the next head's arrival to schedule; `None` for an arrival of an earlier epoch (the link went
-    /// down since and its packets were already reported lost by [`Link::set_state`]).
-    #[inline]
-    pub fn arrive(&mut self, epoch: u32) -> Option<(P, Option<(Instant, P)>)> {
-        if epoch != self.epoch {
-            return None;
-        }
-        let (_, head, size) = self.wire.pop_front()?;
-        self.stats.delivered += 1;
-        self.stats.delivered_bytes += u64::from(size);
-        Some((head, self.wire.front().map(|&(at, p, _)| (at, p))))
-    }
-
-    /// Sets the link up or down. Going down loses the packet being serialised, the queue and every
-    /// packet on the wire; they are appended to `lost` for the caller to record and release.
-    pub fn set_state(&mut self, up: bool, lost: &mut Vec<P>) {
+    /// Sets the link up or down at `now`. Going down loses the packet being serialised, the queue and
+    /// every packet on the wire; they are appended to `lost` for the caller to record and release.
+    pub fn set_state(&mut self, now: Instant, up: bool, lost: &mut Vec<P>) {
         if self.up == up {
             return;
         }
+        self.advance(now);
         self.up = up;
         if !up {
-            self.epoch = self.epoch.wrapping_add(1); // the pending head arrival of the old epoch is ignored
+            // The wake the engine holds is superseded.
+            self.token = self.token.wrapping_add(1);
+            self.wake_at = None;
             let before = lost.len();
             lost.extend(self.tx.take().map(|x| x.0));
             lost.extend(self.queue.drain(..).map(|x| x.0));
@@ -399,127 +470,8 @@ impl<P: Copy> Link<P> {
             self.stats.drops_down += (lost.len() - before) as u64;
         }
     }
-
-    /// Arrival time of the head of the wire, if any.
-    pub fn head_arrival(&self) -> Option<Instant> {
-        self.wire.front().map(|x| x.0)
-    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use leoguard_core::stream;
-
-    fn link(rate: Bps, delay: Duration) -> Link<u32> {
-        Link::new(NodeId(0), NodeId(1), rate, delay, QueueLimit::Packets(10), stream(1, "l"))
-    }
-
-    #[test]
-    fn ramp_interpolates_and_fifo_holds_when_the_delay_falls() {
-        let mut l = link(Bps::gbps(1), Duration::from_millis(10));
-        l.ramp_delay(Instant(0), Duration::from_millis(10), Instant(1_000_000), Duration::from_millis(8));
-        assert_eq!(l.delay_at(Instant(500_000)), Duration::from_millis(9));
-        assert_eq!(l.delay_at(Instant(2_000_000)), Duration::from_millis(8));
-        // Two packets; the delay drops sharply between them: the second waits for the first.
-        assert_eq!(l.offer(Instant(0), 1, 125, false), Offer::Transmitting { done: Instant(1_000) });
-        let d = l.tx_done(Instant(1_000));
-        assert_eq!(d.head_arrival.map(|x| x.1), Some(1));
-        l.set_delay(Duration::from_millis(1));
-        assert!(matches!(l.offer(Instant(2_000), 2, 125, false), Offer::Transmitting { .. }));
-        l.tx_done(Instant(3_000));
-        let first = d.head_arrival.unwrap().0;
-        let (p, next) = l.arrive(l.epoch()).unwrap();
-        assert_eq!(p, 1);
-        assert_eq!(next.unwrap().0, first, "the second packet is held behind the first");
-    }
-
-    #[test]
-    fn a_packet_the_full_queue_refuses_is_a_queue_drop_and_draws_no_loss() {
-        // The loss model would drop the third packet it is asked about. The third packet offered finds
-        // the queue full: it never reaches the transmitter, so it is a queue drop (what the engines'
-        // hooks take it for: SATGUARD sends a void and does not stamp it) and the model is not asked.
-        let mut l: Link<u32> =
-            Link::new(NodeId(0), NodeId(1), Bps::mbps(1), Duration::ZERO, QueueLimit::Packets(1), stream(1, "l"));
-        l.set_loss(Box::new(crate::loss::DropList::new(vec![2]).expect("valid")));
-        assert!(matches!(l.offer(Instant(0), 1, 1000, false), Offer::Transmitting { .. }));
-        assert_eq!(l.offer(Instant(0), 2, 1000, false), Offer::Queued);
-        assert!(!l.has_room(1000));
-        assert_eq!(l.offer(Instant(0), 3, 1000, false), Offer::Dropped(3, DropReason::Queue));
-        assert_eq!((l.stats.drops_queue, l.stats.drops_loss), (1, 0));
-        // The model's third draw goes to the next packet that does get onto the link.
-        l.tx_done(Instant(8_000_000));
-        assert!(l.has_room(1000));
-        assert_eq!(l.offer(Instant(8_000_000), 4, 1000, false), Offer::Dropped(4, DropReason::Loss));
-        assert_eq!(l.offer(Instant(8_000_000), 5, 1000, false), Offer::Queued);
-        // A control packet is never refused for room, so the model still decides its fate.
-        assert_eq!(l.offer(Instant(8_000_000), 6, 60, true), Offer::Queued);
-    }
-
-    #[test]
-    fn control_packets_jump_the_queue_and_are_never_refused() {
-        let mut l: Link<u32> =
-            Link::new(NodeId(0), NodeId(1), Bps::mbps(1), Duration::ZERO, QueueLimit::Packets(1), stream(1, "l"));
-        assert!(matches!(l.offer(Instant(0), 1, 1000, false), Offer::Transmitting { .. }));
-        assert_eq!(l.offer(Instant(0), 2, 1000, false), Offer::Queued);
-        assert_eq!(l.offer(Instant(0), 3, 1000, false), Offer::Dropped(3, DropReason::Queue));
-        assert_eq!(l.offer(Instant(0), 4, 60, true), Offer::Queued);
-        l.tx_done(Instant(8_000_000));
-        let mut lost = Vec::new();
-        l.set_state(false, &mut lost);
-        assert_eq!(lost, vec![4, 2, 1], "transmitter (the control packet), queue, wire");
-    }
-
-    fn square_wave() -> RateSchedule {
-        // LEOTP Fig 14's wave: 1 s at 11 Mbit/s, then 1 s at 9.
-        RateSchedule { period: Duration::from_secs(2), rates: vec![Bps::mbps(11), Bps::mbps(9)] }
-    }
-
-    #[test]
-    fn a_schedule_steps_through_its_rates_every_period_over_n() {
-        let s = square_wave();
-        let at = |ms: u64| s.rate_at(Instant(ms * 1_000_000));
-        assert_eq!(
-            [at(0), at(999), at(1_000), at(1_999), at(2_000), at(3_500)].map(|r| r.0 / 1_000_000),
-            [11, 11, 9, 9, 11, 9]
-        );
-        assert_eq!((s.peak(), s.mean()), (Bps::mbps(11), Bps::mbps(10)));
-        let three = RateSchedule { period: Duration::from_secs(3), rates: vec![Bps(1), Bps(2), Bps(3)] };
-        assert_eq!(
-            [0, 999, 1_000, 2_000, 2_999, 3_000].map(|ms| three.rate_at(Instant(ms * 1_000_000)).0),
-            [1, 1, 2, 3, 3, 1]
-        );
-    }
-
-    #[test]
-    fn serialisation_times_follow_the_square_wave_by_when_serialisation_starts() {
-        // 1375 bytes: 1 ms at 11 Mbit/s, 1.222 ms at 9 (rounded up to the ns). A queue of back-to-back packets before and
-        // after the 1 s boundary.
-        let mut l = link(Bps::mbps(20), Duration::from_millis(20));
-        l.set_rate_schedule(Some(square_wave()));
-        assert_eq!(l.rate_at(Instant(0)), Bps::mbps(11));
-        let t0 = Instant(998_500_000); // 1.5 ms before the step down
-        assert_eq!(l.offer(t0, 1, 1375, false), Offer::Transmitting { done: Instant(999_500_000) });
-        assert_eq!(l.offer(t0, 2, 1375, false), Offer::Queued);
-        assert_eq!(l.offer(t0, 3, 1375, false), Offer::Queued);
-        assert_eq!(l.egress_wait(t0, 1375), Duration(3_000_000), "two queued and itself, at 11 Mbit/s");
-        // Packet 2 starts at 999.5 ms, still at 11: 1 ms, though it ends in the 9 Mbit/s step.
-        let d = l.tx_done(Instant(999_500_000));
-        assert_eq!(d.next_done, Some(Instant(1_000_500_000)));
-        assert_eq!(d.head_arrival, Some((Instant(1_019_500_000), 1)), "20 ms of propagation");
-        // Packet 3 starts at 1000.5 ms, in the 9 Mbit/s step: 11000 bits / 9 Mbit/s.
-        let d = l.tx_done(Instant(1_000_500_000));
-        assert_eq!(d.next_done, Some(Instant(1_000_500_000 + 1_222_223)));
-        // Back to 11 Mbit/s at 2 s, and busy time adds up the per-packet times.
-        l.tx_done(Instant(1_001_722_223));
-        assert_eq!(
-            l.offer(Instant(2_000_000_000), 4, 1375, false),
-            Offer::Transmitting { done: Instant(2_001_000_000) }
-        );
-        assert_eq!(l.stats.busy_ns, 1_000_000 * 3 + 1_222_223);
-        assert_eq!(l.peak_rate(), Bps::mbps(11));
-        // Without the schedule the constant rate is back.
-        l.set_rate_schedule(None);
-        assert_eq!((l.rate_at(Instant(1_500_000_000)), l.peak_rate()), (Bps::mbps(20), Bps::mbps(20)));
-    }
-}
+#[path = "link_tests.rs"]
+mod tests;

@@ -8,8 +8,8 @@
 //! its queue (a handover interruption).
 
 use leoguard_core::{Duration, Instant};
-use leoguard_net::link::Offer;
 pub use leoguard_net::link::{DropReason, LinkId, LinkStats, NodeId, QueueLimit};
+use leoguard_net::link::{Offer, Wake};
 pub use leoguard_net::packet::*;
 
 /// Index of a packet slot in the pool.
@@ -67,16 +67,13 @@ impl PacketPool {
 /// What can happen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// A link finished serialising its head packet.
-    TxDone(LinkId),
-    /// A packet reaches the far end of a link; `epoch` is the link's up-epoch when it left.
+    /// A link's wake: the packet at the head of its wire may be due (the link model's [`leoguard_net::Wake`];
+    /// serialisations end without events).
     Arrive {
         /// The link.
         link: LinkId,
-        /// The packet.
-        pkt: PacketId,
-        /// Link epoch at departure (a link that went down since has lost the packet).
-        epoch: u32,
+        /// The wake's token (a superseded wake finds nothing).
+        token: u32,
     },
     /// A timer of an agent fired.
     Timer {
@@ -133,59 +130,60 @@ impl Network {
     }
 
     /// Offers packet `pkt` to link `id` at the current time.
+    #[inline]
     pub fn send(&mut self, id: LinkId, pkt: PacketId) -> LinkOutput {
         let p = self.pool.get(pkt);
         let (size, control) = (p.size, p.net.flags & NET_CONTROL != 0);
         match self.links[id.0 as usize].offer(self.now, pkt, size, control) {
             Offer::Dropped(p, why) => LinkOutput::Dropped(p, why),
-            Offer::Transmitting { done } => {
-                self.events.push(done, Event::TxDone(id));
+            Offer::Accepted { wake } => {
+                self.schedule(id, wake);
                 LinkOutput::Pending
             }
-            Offer::Queued => LinkOutput::Pending,
         }
     }
 
-    /// Handles a `TxDone`: the head packet starts propagating, the next one starts serialising.
-    pub fn tx_done(&mut self, id: LinkId) {
-        let l = &mut self.links[id.0 as usize];
-        let done = l.tx_done(self.now);
-        if let Some((at, pkt)) = done.head_arrival {
-            self.events.push(at, Event::Arrive { link: id, pkt, epoch: l.epoch() });
-        }
-        if let Some(at) = done.next_done {
-            self.events.push(at, Event::TxDone(id));
+    #[inline]
+    fn schedule(&mut self, id: LinkId, wake: Option<Wake<PacketId>>) {
+        if let Some(w) = wake {
+            self.events.push(w.at, Event::Arrive { link: id, token: w.token });
         }
     }
 
-    /// Handles an `Arrive`: the packet at the head of the link's wire arrives (returned), and the next
-    /// one's arrival is scheduled. `None` for an event of an earlier up-epoch (the link went down
-    /// since; its packets were already reported lost by [`Network::set_link_state`]).
-    pub fn arrive(&mut self, id: LinkId, pkt: PacketId, epoch: u32) -> Option<PacketId> {
-        let l = &mut self.links[id.0 as usize];
-        let (head, next) = l.arrive(epoch)?;
-        debug_assert_eq!(head, pkt, "wire head and event agree");
-        if let Some((at, next)) = next {
-            self.events.push(at, Event::Arrive { link: id, pkt: next, epoch: l.epoch() });
-        }
+    /// Handles an `Arrive`: the packet at the head of the link's wire arrives if due (returned), and
+    /// the link's next wake is scheduled. `None` for a superseded wake (the link went down since, its
+    /// packets already reported lost by [`Network::set_link_state`], or its next arrival moved).
+    #[inline]
+    pub fn arrive(&mut self, id: LinkId, token: u32) -> Option<PacketId> {
+        let a = self.links[id.0 as usize].wake(self.now, token);
+        self.schedule(id, a.wake);
+        let head = a.pkt?;
         self.pool.get_mut(head).hops += 1;
         Some(head)
+    }
+
+    /// Brings every link's transmitter up to the current time (before reading their counters).
+    pub fn advance_links(&mut self) {
+        for l in &mut self.links {
+            l.advance(self.now);
+        }
     }
 
     /// Sets a link up or down. Going down loses the packet being serialised, the queue and every packet
     /// on the wire; they are appended to `lost` for the caller to record and release.
     pub fn set_link_state(&mut self, id: LinkId, up: bool, lost: &mut Vec<PacketId>) {
-        self.links[id.0 as usize].set_state(up, lost);
+        self.links[id.0 as usize].set_state(self.now, up, lost);
     }
 
     /// Changes a link's propagation delay for packets that start propagating from now on.
     pub fn set_link_delay(&mut self, id: LinkId, delay: Duration) {
-        self.links[id.0 as usize].set_delay(delay);
+        let w = self.links[id.0 as usize].set_delay(self.now, delay);
+        self.schedule(id, w);
     }
 
     /// Changes a link's capacity for packets that start serialising from now on.
     pub fn set_link_rate(&mut self, id: LinkId, rate: leoguard_core::Bps) {
-        self.links[id.0 as usize].set_rate(rate);
+        self.links[id.0 as usize].set_rate(self.now, rate);
     }
 }
 
@@ -207,15 +205,11 @@ mod tests {
         let mut out = Vec::new();
         while let Some((t, ev)) = n.events.pop() {
             n.now = t;
-            match ev {
-                Event::TxDone(l) => n.tx_done(l),
-                Event::Arrive { link, pkt, epoch } => {
-                    if let Some(p) = n.arrive(link, pkt, epoch) {
-                        out.push((t, n.pool.get(p).seq));
-                        n.pool.release(p);
-                    }
+            if let Event::Arrive { link, token } = ev {
+                if let Some(p) = n.arrive(link, token) {
+                    out.push((t, n.pool.get(p).seq));
+                    n.pool.release(p);
                 }
-                _ => {}
             }
         }
         out
@@ -267,14 +261,9 @@ mod tests {
             let p = n.pool.alloc(Packet { seq: s, size: 1250, ..Default::default() });
             n.send(l, p);
         }
-        // Run until two packets are on the wire (t = 2 ms), then cut the link.
-        while n.events.peek_time().is_some_and(|t| t <= Instant(2_000_000)) {
-            let (t, ev) = n.events.pop().unwrap();
-            n.now = t;
-            if let Event::TxDone(x) = ev {
-                n.tx_done(x);
-            }
-        }
+        // Cut the link when two packets are on the wire (t = 2 ms): no event is due before.
+        assert!(n.events.peek_time().is_some_and(|t| t > Instant(2_000_000)));
+        n.now = Instant(2_000_000);
         let mut lost = Vec::new();
         n.set_link_state(l, false, &mut lost);
         assert_eq!(lost.len(), 5, "two on the wire, one on the transmitter, two queued");
@@ -298,11 +287,7 @@ mod tests {
         let (mut n, l) = net_with_link(Bps::gbps(1), Duration::from_millis(10), QueueLimit::Packets(10));
         let a = n.pool.alloc(Packet { seq: 1, size: 125, ..Default::default() }); // 1 us serialisation
         n.send(l, a);
-        let (t, ev) = n.events.pop().unwrap();
-        n.now = t;
-        if let Event::TxDone(x) = ev {
-            n.tx_done(x);
-        }
+        n.now = Instant(1_000); // its serialisation ends: it propagates with 10 ms
         n.set_link_delay(l, Duration::from_millis(30));
         let b = n.pool.alloc(Packet { seq: 2, size: 125, ..Default::default() });
         n.send(l, b);

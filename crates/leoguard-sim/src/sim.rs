@@ -95,7 +95,8 @@ impl leoguard_net::NetBuilder for Sim {
     }
 
     fn set_rate_schedule(&mut self, link: LinkId, schedule: leoguard_net::RateSchedule) {
-        self.link_mut(link).set_rate_schedule(Some(schedule));
+        let now = self.net.now;
+        self.link_mut(link).set_rate_schedule(now, Some(schedule));
     }
 
     fn set_initial_state(&mut self, link: LinkId, up: bool) {
@@ -339,6 +340,7 @@ impl Sim {
     fn sample(&mut self) {
         let Some(every) = self.sample_every else { return };
         let now = self.net.now;
+        self.net.advance_links();
         self.last_counts.resize(self.net.links.len(), (0, 0));
         for (i, l) in self.net.links.iter().enumerate() {
             let st = &l.stats;
@@ -420,13 +422,14 @@ impl Sim {
             self.record_drop(id, None, None);
             return;
         };
-        let l = &self.net.links[link.0 as usize];
+        let now = self.net.now;
+        let l = &mut self.net.links[link.0 as usize];
         let size = self.net.pool.get(id).size;
         // A packet the queue turns away is a congestion drop at this node: it never reaches the
         // interface, so per-hop schemes never see it leave (the drop is the endpoints' signal).
         if let Some(h) = self.hooks[at.0 as usize].filter(|_| hook) {
-            if l.has_room(size) {
-                self.ctx.wait = l.egress_wait(self.net.now, size);
+            if l.has_room(now, size) {
+                self.ctx.wait = l.egress_wait(now, size);
                 let keep = self.pass_hook(at, id, |a, p, c| a.on_depart(link, p, c));
                 self.ctx.wait = Duration::ZERO;
                 if !keep {
@@ -511,9 +514,8 @@ impl Sim {
             };
             self.net.now = t;
             match ev {
-                Event::TxDone(l) => self.net.tx_done(l),
-                Event::Arrive { link, pkt, epoch } => {
-                    if let Some(p) = self.net.arrive(link, pkt, epoch) {
+                Event::Arrive { link, token } => {
+                    if let Some(p) = self.net.arrive(link, token) {
                         let node = self.net.links[link.0 as usize].to;
                         if self.capture.is_some() {
                             self.tap(link, p, Direction::Arrive, LinkOutput::Pending);
@@ -529,8 +531,10 @@ impl Sim {
                 Event::Sample => self.sample(),
             }
         }
-        // The clock stands at `end` afterwards (no event before it is left unprocessed).
+        // The clock stands at `end` afterwards (no event before it is left unprocessed), and so do the
+        // links' transmitters (their counters include every serialisation started by then).
         self.net.now = self.net.now.max(end);
+        self.net.advance_links();
     }
 }
 
