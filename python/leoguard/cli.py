@@ -257,12 +257,16 @@ def bench_constellation(
     cities: Annotated[int, typer.Option(help="Top-N cities as ground stations.")] = 100,
     duration: Annotated[float, typer.Option(help="Simulated seconds.")] = 200.0,
     step: Annotated[float, typer.Option(help="Snapshot step, seconds.")] = 0.1,
+    threads: Annotated[int, typer.Option(help="Worker threads, each taking a run of snapshots.")] = 1,
     as_json: JsonOpt = False,
 ) -> None:
-    """Routes between all ground-station pairs at every snapshot (Starlink shell 1, single-threaded)."""
+    """Routes between all ground-station pairs at every snapshot (Starlink shell 1; one thread unless
+    --threads)."""
     from leoguard.bench import constellation_bench
 
-    r = constellation_bench(cities, duration, step)
+    if threads <= 0:
+        raise LeoguardError(f"invalid --threads = {threads}: must be > 0")
+    r = constellation_bench(cities, duration, step, threads=threads)
     _show(r, as_json)
 
 

@@ -243,13 +243,55 @@ pub struct AllPairsStats {
 
 /// Routes between all pairs of `nodes` at every step (Hypatia's set-up: every ground node may use any
 /// visible satellite, ground nodes do not relay). One multi-source Dijkstra per source node per step.
+/// `threads` workers take contiguous runs of snapshots (each snapshot is independent); the figures are
+/// summed per snapshot in snapshot order, so they do not depend on `threads`.
 pub fn route_all_pairs(
     c: &Constellation,
     nodes: &[GroundNode],
     o: &TimelineOptions,
+    threads: usize,
 ) -> Result<AllPairsStats, OrbitError> {
     let n = o.steps()?;
     let filter = VisibilityFilter::new(o.min_elevation_deg, max_altitude_m(c)?)?;
+    let m = nodes.len();
+    let threads = threads.clamp(1, n.max(1));
+    let per = n.div_ceil(threads);
+    let chunks: Vec<Result<Vec<SnapshotFigures>, OrbitError>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|w| {
+                let filter = &filter;
+                scope.spawn(move || route_snapshots(c, nodes, o, filter, w * per..((w + 1) * per).min(n)))
+            })
+            .collect();
+        workers.into_iter().map(|h| h.join().expect("a routing worker panicked")).collect()
+    });
+    let mut st = AllPairsStats { snapshots: n, pairs: m * m.saturating_sub(1) / 2, ..Default::default() };
+    for chunk in chunks {
+        for f in chunk? {
+            st.reachable += f.reachable;
+            st.owd_sum_s += f.owd_sum_s;
+            st.hop_sum += f.hop_sum;
+        }
+    }
+    Ok(st)
+}
+
+/// One snapshot's all-pairs figures.
+#[derive(Clone, Copy, Debug, Default)]
+struct SnapshotFigures {
+    reachable: usize,
+    owd_sum_s: f64,
+    hop_sum: u64,
+}
+
+/// [`route_all_pairs`]' work for the snapshots `ks`.
+fn route_snapshots(
+    c: &Constellation,
+    nodes: &[GroundNode],
+    o: &TimelineOptions,
+    filter: &VisibilityFilter,
+    ks: std::ops::Range<usize>,
+) -> Result<Vec<SnapshotFigures>, OrbitError> {
     let mut graph = SnapshotGraph::new(c);
     let mut dj = Dijkstra::default();
     let mut pos = Vec::new();
@@ -260,8 +302,9 @@ pub fn route_all_pairs(
     let mut order: Vec<usize> = (0..nodes.len()).collect();
     order.sort_by(|&x, &y| nodes[x].pos.lon_deg.total_cmp(&nodes[y].pos.lon_deg));
     let m = nodes.len();
-    let mut st = AllPairsStats { snapshots: n, pairs: m * m.saturating_sub(1) / 2, ..Default::default() };
-    for k in 0..n {
+    let mut out = Vec::with_capacity(ks.len());
+    for k in ks {
+        let mut st = SnapshotFigures::default();
         c.positions_into(o.t(k), &mut pos)?;
         graph.update(c, &pos);
         for (i, &o) in order.iter().enumerate() {
@@ -290,6 +333,7 @@ pub fn route_all_pairs(
                 }
             }
         }
+        out.push(st);
     }
-    Ok(st)
+    Ok(out)
 }

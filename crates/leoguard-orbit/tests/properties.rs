@@ -80,3 +80,30 @@ proptest! {
         prop_assert!((reported - outage).abs() < 1e-9);
     }
 }
+
+/// All-pairs routing split over worker threads gives exactly the figures of one thread.
+#[test]
+fn all_pairs_figures_do_not_depend_on_threads() {
+    let c = shell(550.0, 53.0, 24, 22, 5);
+    let nodes: Vec<GroundNode> =
+        [(40.7, -74.0), (51.5, -0.1), (35.7, 139.7), (-33.9, 151.2), (19.4, -99.1), (28.6, 77.2)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(lat, lon))| GroundNode::new(&format!("g{i}"), lat, lon, 0.0, Role::GroundStation).unwrap())
+            .collect();
+    let o = TimelineOptions {
+        duration_s: 30.0,
+        step_s: 1.0,
+        min_elevation_deg: 25.0,
+        policy: Policy::BestPath,
+        interruption: InterruptionModel::STARTCP,
+        seed: 1,
+    };
+    let one = leoguard_orbit::timeline::route_all_pairs(&c, &nodes, &o, 1).unwrap();
+    assert_eq!(one.snapshots, 30);
+    assert!(one.reachable > 0, "some pairs are connected");
+    for threads in [2, 3, 7, 64] {
+        let many = leoguard_orbit::timeline::route_all_pairs(&c, &nodes, &o, threads).unwrap();
+        assert_eq!(many, one, "{threads} threads");
+    }
+}

@@ -488,6 +488,7 @@ impl PyConstellation {
         duration_s: f64,
         step_s: f64,
         min_elevation_deg: f64,
+        threads: usize,
     ) -> PyResult<Bound<'py, PyDict>> {
         let g: Vec<GroundNode> = nodes.iter().map(ground).collect::<PyResult<_>>()?;
         let o = options(
@@ -502,7 +503,7 @@ impl PyConstellation {
             ("none".into(), 0.0, 0.0),
             0,
         )?;
-        let st = py.allow_threads(|| route_all_pairs(&self.inner, &g, &o)).map_err(err)?;
+        let st = py.allow_threads(|| route_all_pairs(&self.inner, &g, &o, threads)).map_err(err)?;
         let d = PyDict::new(py);
         d.set_item("snapshots", st.snapshots)?;
         d.set_item("pairs", st.pairs)?;
