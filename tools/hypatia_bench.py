@@ -65,6 +65,7 @@ are the same). Hypatia's paper scripts can split a run's time range over process
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import os
@@ -72,6 +73,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 from pathlib import Path
 from typing import Any, NoReturn
@@ -274,7 +276,8 @@ def satgenpy_dir(args: argparse.Namespace, work: Path) -> Path:
     )
     if archive.returncode != 0:
         fail(f"git archive of satgenpy from {args.hypatia_repo} failed: {archive.stderr.decode().strip()}", 1)
-    subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(out, filter="data")
     return out / "satgenpy"
 
 
