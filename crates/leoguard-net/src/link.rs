@@ -302,26 +302,20 @@ impl<P: Copy> Link<P> {
         self.tx_end = at + tx;
     }
 
-    /// The next arrival as foreseen now (the wire's head, else the packet on the transmitter with the
-    /// delay it will get), or `None` when nothing is in flight.
+    /// The next arrival as foreseen now: the wire's head, else the packet on the transmitter with the
+    /// delay it will get; `None` when nothing is in flight.
     #[inline]
-    pub fn next_arrival(&self) -> Option<Instant> {
+    fn next_arrival(&self) -> Option<(Instant, P)> {
         match self.wire.front() {
-            Some(&(at, _, _)) => Some(at),
-            None => self.tx.map(|_| self.tx_end + self.delay_at(self.tx_end)),
+            Some(&(at, pkt, _)) => Some((at, pkt)),
+            None => self.tx.map(|(pkt, _)| (self.tx_end + self.delay_at(self.tx_end), pkt)),
         }
     }
 
     /// A wake for the next arrival, unless the engine already holds one due no later.
     #[inline]
     fn rearm(&mut self) -> Option<Wake<P>> {
-        let (at, pkt) = match self.wire.front() {
-            Some(&(at, pkt, _)) => (at, pkt),
-            None => {
-                let (pkt, _) = self.tx?;
-                (self.tx_end + self.delay_at(self.tx_end), pkt)
-            }
-        };
+        let (at, pkt) = self.next_arrival()?;
         if self.wake_at.is_some_and(|w| w <= at) {
             return None;
         }
@@ -335,6 +329,12 @@ impl<P: Copy> Link<P> {
     #[inline]
     pub fn has_room(&mut self, now: Instant, size: u32) -> bool {
         self.advance(now);
+        self.room(size)
+    }
+
+    /// [`Link::has_room`] for a transmitter already brought up to date.
+    #[inline]
+    fn room(&self, size: u32) -> bool {
         self.tx.is_none() || self.fits(u64::from(size))
     }
 
@@ -400,7 +400,8 @@ impl<P: Copy> Link<P> {
             self.stats.drops_down += 1;
             return Offer::Dropped(pkt, DropReason::Down);
         }
-        if !control && !self.has_room(now, size) {
+        self.advance(now);
+        if !control && !self.room(size) {
             self.stats.drops_queue += 1;
             return Offer::Dropped(pkt, DropReason::Queue);
         }
@@ -410,7 +411,6 @@ impl<P: Copy> Link<P> {
                 return Offer::Dropped(pkt, DropReason::Loss);
             }
         }
-        self.advance(now);
         if self.tx.is_none() {
             self.tx = Some((pkt, size));
             self.start(now, size);
