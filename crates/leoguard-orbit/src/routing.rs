@@ -15,8 +15,8 @@ pub struct SnapshotGraph {
     adj: Vec<(u32, u32)>,
     /// Current length of each ISL.
     pub isl_len: Vec<f64>,
-    /// The same lengths in CSR (adjacency) order, so the search reads them sequentially.
-    adj_len: Vec<f64>,
+    /// (length, neighbour) in CSR (adjacency) order: the search reads one sequential array.
+    adj_edge: Vec<(f64, u32)>,
     /// Number of ISLs that are up in the current snapshot.
     pub isls_up: usize,
     /// Shortest up ISL in the current snapshot, metres (INFINITY if none).
@@ -46,12 +46,12 @@ impl SnapshotGraph {
             adj[fill[l.b as usize] as usize] = (l.a, k as u32);
             fill[l.b as usize] += 1;
         }
-        let adj_len = vec![f64::INFINITY; adj.len()];
+        let adj_edge = adj.iter().map(|&(w, _)| (f64::INFINITY, w)).collect();
         SnapshotGraph {
             adj_start,
             adj,
             isl_len: vec![f64::INFINITY; c.isls().len()],
-            adj_len,
+            adj_edge,
             isls_up: 0,
             min_len: f64::INFINITY,
             max_len: 0.0,
@@ -74,8 +74,8 @@ impl SnapshotGraph {
                 f64::INFINITY
             };
         }
-        for (len, &(_, k)) in self.adj_len.iter_mut().zip(&self.adj) {
-            *len = self.isl_len[k as usize];
+        for (e, &(_, k)) in self.adj_edge.iter_mut().zip(&self.adj) {
+            e.0 = self.isl_len[k as usize];
         }
         self.isls_up = up;
         self.min_len = min_len;
@@ -90,9 +90,9 @@ impl SnapshotGraph {
 
     /// Neighbours of `v` with the current edge lengths.
     #[inline]
-    fn edges(&self, v: u32) -> (&[(u32, u32)], &[f64]) {
+    fn edges(&self, v: u32) -> &[(f64, u32)] {
         let (a, b) = (self.adj_start[v as usize] as usize, self.adj_start[v as usize + 1] as usize);
-        (&self.adj[a..b], &self.adj_len[a..b])
+        &self.adj_edge[a..b]
     }
 
     /// Number of satellites.
@@ -116,6 +116,9 @@ pub struct Dijkstra {
     /// `want[v] == generation` marks nodes whose final distance `run_until` waits for.
     want: Vec<u32>,
     generation: u32,
+    /// `done[v] == generation`: v was settled by the current bucket-queue search (its later, stale
+    /// entries and duplicates in one bucket are skipped).
+    done: Vec<u32>,
     wanted: usize,
     /// Always use the binary-heap search (the bucket queue is used otherwise when edges allow it).
     pub force_heap: bool,
@@ -142,6 +145,7 @@ impl Dijkstra {
         self.generation = self.generation.wrapping_add(1);
         if self.want.len() != n || self.generation == 0 {
             self.want = vec![0; n];
+            self.done = vec![0; n];
             self.generation = 1;
         }
         self.wanted = 0;
@@ -188,7 +192,7 @@ impl Dijkstra {
             self.exit[t as usize] = self.exit[t as usize].min(d);
         }
         if !self.force_heap && g.min_len >= DIAL_MIN_WIDTH_M && g.min_len.is_finite() {
-            self.dial(g, sources);
+            self.dial(g, sources, !targets.is_empty());
         } else {
             self.heap_search(g, sources);
         }
@@ -215,8 +219,7 @@ impl Dijkstra {
             if self.settle(v) {
                 break;
             }
-            let (adj, len) = g.edges(v);
-            for (&(w, _), &l) in adj.iter().zip(len) {
+            for &(l, w) in g.edges(v) {
                 let nd = d + l;
                 if nd < self.dist[w as usize] {
                     self.dist[w as usize] = nd;
@@ -230,11 +233,15 @@ impl Dijkstra {
     /// Dial's bucket queue: with bucket width w <= the shortest edge, no node in the current bucket
     /// can improve another in the same bucket (d_v + w_uv >= (b+1)w), so each bucket is final as a
     /// whole and needs no ordering. Exact, and O(nodes + edges + distance / w).
-    fn dial(&mut self, g: &SnapshotGraph, sources: &[(u32, f64)]) {
+    /// `exits`: whether any node has a final hop (`run_to`); without, `exit` is not read.
+    fn dial(&mut self, g: &SnapshotGraph, sources: &[(u32, f64)], exits: bool) {
         // A hair under the shortest edge so that rounding never files a relaxation in its own bucket.
         let width = g.min_len * (1.0 - 1e-9);
         let inv = 1.0 / width;
-        let bucket = |d: f64| (d * inv) as usize;
+        // Truncation through u32 (every bucket index here is far below 2^32: distances of tens of
+        // thousands of kilometres over a width of at least 20 km) is a cheaper saturating cast than
+        // through usize.
+        let bucket = |d: f64| (d * inv) as u32 as usize;
         let mut lo = usize::MAX;
         let mut hi = 0;
         for &(s, d0) in sources {
@@ -270,16 +277,20 @@ impl Dijkstra {
             std::mem::swap(&mut work, &mut self.buckets[cur & mask]);
             pending -= work.len();
             for &v in &work {
-                let d = self.dist[v as usize];
-                if bucket(d) != cur {
-                    continue; // stale: v was improved into an earlier bucket and settled there
+                if self.done[v as usize] == self.generation {
+                    // Stale (v was improved into an earlier bucket and settled there) or a second
+                    // entry of v in this bucket.
+                    continue;
                 }
-                best = best.min(d + self.exit[v as usize]);
+                self.done[v as usize] = self.generation;
+                let d = self.dist[v as usize];
+                if exits {
+                    best = best.min(d + self.exit[v as usize]);
+                }
                 if self.settle(v) {
                     best = f64::NEG_INFINITY; // every wanted node is final: stop after this bucket
                 }
-                let (adj, len) = g.edges(v);
-                for (&(w, _), &l) in adj.iter().zip(len) {
+                for &(l, w) in g.edges(v) {
                     let nd = d + l;
                     if nd < self.dist[w as usize] {
                         self.dist[w as usize] = nd;
