@@ -120,6 +120,10 @@ pub struct Dijkstra {
     /// entries and duplicates in one bucket are skipped).
     done: Vec<u32>,
     wanted: usize,
+    /// Best total (metres) of each destination served by `run_exits`, INFINITY until it has an exit.
+    best_total: Vec<f64>,
+    /// Destinations served by `run_exits` without an exit yet.
+    unexited: usize,
     /// Always use the binary-heap search (the bucket queue is used otherwise when edges allow it).
     pub force_heap: bool,
 }
@@ -137,7 +141,52 @@ impl Dijkstra {
     /// unsettled). Used by all-pairs routing, which needs only the satellites its destinations see.
     pub fn run_until(&mut self, g: &SnapshotGraph, sources: &[(u32, f64)], wanted: &[u32]) {
         self.mark(g.node_count(), wanted);
-        self.search(g, sources, &[]);
+        self.search(g, sources, &[], None);
+    }
+
+    /// Runs from `sources` until the best exit of every destination numbered above `after` in
+    /// `exits` is certain (or nothing more is reachable): once every node closer than `r` is settled,
+    /// a destination whose best total so far is at most `r` + its shortest final hop cannot do
+    /// better through an unsettled satellite. All-pairs routing's search; it stops before the far
+    /// satellites a destination sees are settled. Read the results with [`Dijkstra::best_exit`]
+    /// (an unsettled satellite's tentative distance never beats the certain best).
+    pub fn run_exits(&mut self, g: &SnapshotGraph, sources: &[(u32, f64)], exits: &ExitIndex, after: u32) {
+        self.mark(g.node_count(), &[]);
+        let m = exits.min_hop.len();
+        self.best_total.clear();
+        self.best_total.resize(m, f64::INFINITY);
+        self.unexited = exits.min_hop.iter().skip(after as usize + 1).filter(|h| h.is_finite()).count();
+        self.search(g, sources, &[], Some((exits, after)));
+    }
+
+    /// Records the totals through settled satellite `v` (distance `d`) of the destinations it serves.
+    #[inline]
+    fn reach_exits(&mut self, ex: &ExitIndex, after: u32, v: u32, d: f64) {
+        for &(j, h) in ex.of(v) {
+            if j <= after {
+                break; // descending: the rest are served by other searches
+            }
+            let t = d + h;
+            let b = &mut self.best_total[j as usize];
+            if t < *b {
+                if b.is_infinite() {
+                    self.unexited -= 1;
+                }
+                *b = t;
+            }
+        }
+    }
+
+    /// Whether every destination above `after` has a certain best exit once each node closer than
+    /// `r` metres is settled.
+    fn exits_certain(&self, ex: &ExitIndex, after: u32, r: f64) -> bool {
+        self.unexited == 0
+            && ex
+                .min_hop
+                .iter()
+                .zip(&self.best_total)
+                .skip(after as usize + 1)
+                .all(|(&h, &b)| !h.is_finite() || b <= r + h)
     }
 
     /// Starts a new generation of wanted marks; no marks means "run to completion".
@@ -175,11 +224,17 @@ impl Dijkstra {
     /// certain: the search stops once the next node is no closer than the best complete path.
     pub fn run_to(&mut self, g: &SnapshotGraph, sources: &[(u32, f64)], targets: &[(u32, f64)]) -> Option<(u32, f64)> {
         self.mark(g.node_count(), &[]);
-        self.search(g, sources, targets);
+        self.search(g, sources, targets, None);
         self.best_exit(targets)
     }
 
-    fn search(&mut self, g: &SnapshotGraph, sources: &[(u32, f64)], targets: &[(u32, f64)]) {
+    fn search(
+        &mut self,
+        g: &SnapshotGraph,
+        sources: &[(u32, f64)],
+        targets: &[(u32, f64)],
+        track: Option<(&ExitIndex, u32)>,
+    ) {
         let n = g.node_count();
         self.dist.clear();
         self.dist.resize(n, f64::INFINITY);
@@ -192,16 +247,16 @@ impl Dijkstra {
             self.exit[t as usize] = self.exit[t as usize].min(d);
         }
         if !self.force_heap && g.min_len >= DIAL_MIN_WIDTH_M && g.min_len.is_finite() {
-            self.dial(g, sources, !targets.is_empty());
+            self.dial(g, sources, !targets.is_empty(), track);
         } else {
-            self.heap_search(g, sources);
+            self.heap_search(g, sources, track);
         }
         for &(t, _) in targets {
             self.exit[t as usize] = f64::INFINITY;
         }
     }
 
-    fn heap_search(&mut self, g: &SnapshotGraph, sources: &[(u32, f64)]) {
+    fn heap_search(&mut self, g: &SnapshotGraph, sources: &[(u32, f64)], track: Option<(&ExitIndex, u32)>) {
         let n = g.node_count();
         self.heap.reset(n);
         for &(s, d0) in sources {
@@ -219,6 +274,13 @@ impl Dijkstra {
             if self.settle(v) {
                 break;
             }
+            if let Some((ex, after)) = track {
+                // Every node but v still in the heap or unreached is at least d away.
+                self.reach_exits(ex, after, v, d);
+                if self.exits_certain(ex, after, d) {
+                    break;
+                }
+            }
             for &(l, w) in g.edges(v) {
                 let nd = d + l;
                 if nd < self.dist[w as usize] {
@@ -234,7 +296,8 @@ impl Dijkstra {
     /// can improve another in the same bucket (d_v + w_uv >= (b+1)w), so each bucket is final as a
     /// whole and needs no ordering. Exact, and O(nodes + edges + distance / w).
     /// `exits`: whether any node has a final hop (`run_to`); without, `exit` is not read.
-    fn dial(&mut self, g: &SnapshotGraph, sources: &[(u32, f64)], exits: bool) {
+    /// `track`: stop once the served destinations' exits are certain ([`Dijkstra::run_exits`]).
+    fn dial(&mut self, g: &SnapshotGraph, sources: &[(u32, f64)], exits: bool, track: Option<(&ExitIndex, u32)>) {
         // A hair under the shortest edge so that rounding never files a relaxation in its own bucket.
         let width = g.min_len * (1.0 - 1e-9);
         let inv = 1.0 / width;
@@ -290,6 +353,9 @@ impl Dijkstra {
                 if self.settle(v) {
                     best = f64::NEG_INFINITY; // every wanted node is final: stop after this bucket
                 }
+                if let Some((ex, after)) = track {
+                    self.reach_exits(ex, after, v, d);
+                }
                 for &(l, w) in g.edges(v) {
                     let nd = d + l;
                     if nd < self.dist[w as usize] {
@@ -301,6 +367,13 @@ impl Dijkstra {
                 }
             }
             cur += 1;
+            if let Some((ex, after)) = track {
+                // Every unsettled node lies in bucket `cur` or later: at least cur * width away
+                // (less a margin far above the rounding of d * inv).
+                if self.unexited == 0 && self.exits_certain(ex, after, cur as f64 * width * (1.0 - 1e-12)) {
+                    break;
+                }
+            }
         }
         work.clear();
         self.work = work;
@@ -327,6 +400,53 @@ impl Dijkstra {
             v = self.pred[v as usize];
         }
         out.reverse();
+    }
+}
+
+/// The satellites each ground destination sees, indexed by satellite, for [`Dijkstra::run_exits`].
+/// Destinations are numbered 0..m; a search serving those above `after` reads each satellite's list
+/// (kept in descending destination order) only down to `after`.
+#[derive(Clone, Debug, Default)]
+pub struct ExitIndex {
+    /// CSR offsets by satellite.
+    start: Vec<u32>,
+    /// (destination, final-hop metres).
+    items: Vec<(u32, f64)>,
+    fill: Vec<u32>,
+    /// Shortest final hop of each destination (INFINITY if it sees no satellite).
+    min_hop: Vec<f64>,
+}
+
+impl ExitIndex {
+    /// Rebuilds the index for `vis[j]` = (satellite, final-hop metres) of destination j over `n`
+    /// satellites; reuses its buffers.
+    pub fn rebuild(&mut self, n: usize, vis: &[Vec<(u32, f64)>]) {
+        self.start.clear();
+        self.start.resize(n + 1, 0);
+        for &(s, _) in vis.iter().flatten() {
+            self.start[s as usize + 1] += 1;
+        }
+        for i in 0..n {
+            self.start[i + 1] += self.start[i];
+        }
+        self.fill.clone_from(&self.start);
+        self.items.clear();
+        self.items.resize(self.start[n] as usize, (0, 0.0));
+        for (j, v) in vis.iter().enumerate().rev() {
+            for &(s, h) in v {
+                let at = &mut self.fill[s as usize];
+                self.items[*at as usize] = (j as u32, h);
+                *at += 1;
+            }
+        }
+        self.min_hop.clear();
+        self.min_hop.extend(vis.iter().map(|v| v.iter().fold(f64::INFINITY, |a, &(_, h)| a.min(h))));
+    }
+
+    /// (destination, final hop) pairs of satellite `v`, destinations descending.
+    #[inline]
+    fn of(&self, v: u32) -> &[(u32, f64)] {
+        &self.items[self.start[v as usize] as usize..self.start[v as usize + 1] as usize]
     }
 }
 
@@ -447,6 +567,28 @@ mod tests {
             }
             let tg = [(1000u32, 600e3), (1500u32, 700e3)];
             assert_eq!(a.run_to(&g, &src, &tg).map(|x| x.0), b.run_to(&g, &src, &tg).map(|x| x.0));
+        }
+    }
+
+    #[test]
+    fn exit_search_waits_for_a_farther_exit_with_a_shorter_final_hop() {
+        let c = Constellation::preset("starlink-shell1").unwrap();
+        let mut g = SnapshotGraph::new(&c);
+        g.update(&c, &c.positions(100.0).unwrap());
+        let mut full = Dijkstra::default();
+        full.run(&g, &[(0, 0.0)]);
+        // Destination 1 sees a satellite next to the source through a final hop longer than the
+        // farthest path and the farthest satellite through none: the far one is the best exit, and
+        // the search must not stop once the near one has settled.
+        let far = (0..c.len()).max_by(|&a, &b| full.dist[a].total_cmp(&full.dist[b])).unwrap() as u32;
+        let near = g.neighbours(0)[0].0;
+        let vis = vec![vec![], vec![(near, full.dist[far as usize] + 1.0e6), (far, 0.0)]];
+        let mut ex = ExitIndex::default();
+        ex.rebuild(c.len(), &vis);
+        for heap in [false, true] {
+            let mut dj = Dijkstra { force_heap: heap, ..Default::default() };
+            dj.run_exits(&g, &[(0, 0.0)], &ex, 0);
+            assert_eq!(dj.best_exit(&vis[1]), Some((far, full.dist[far as usize])), "heap {heap}");
         }
     }
 

@@ -8,7 +8,7 @@ use crate::constellation::Constellation;
 use crate::error::OrbitError;
 use crate::geo::{distance, light_delay_s, Vec3};
 use crate::ground::{GroundNode, VisibilityFilter};
-use crate::routing::{Dijkstra, SnapshotGraph};
+use crate::routing::{Dijkstra, ExitIndex, SnapshotGraph};
 use crate::slotplan::PathAwarePlanner;
 
 /// The longest timeline: 10 Julian years, so that every instant it evaluates (a slot's end lies at
@@ -296,7 +296,7 @@ fn route_snapshots(
     let mut dj = Dijkstra::default();
     let mut pos = Vec::new();
     let mut vis: Vec<Vec<(u32, f64)>> = vec![Vec::new(); nodes.len()];
-    let mut wanted: Vec<u32> = Vec::new();
+    let mut exits = ExitIndex::default();
     // Sources in longitude order: each source's remaining destinations then lie on one side of it,
     // so its search can stop early (pair results do not depend on the order).
     let mut order: Vec<usize> = (0..nodes.len()).collect();
@@ -310,15 +310,14 @@ fn route_snapshots(
         for (i, &o) in order.iter().enumerate() {
             filter.visible_into(nodes[o].ecef(), &pos, &mut vis[i]);
         }
-        // Sources in reverse, so the satellites the remaining destinations see (those after i) grow
-        // as a suffix instead of being rebuilt for every source.
-        wanted.clear();
+        // Source i serves the destinations after it; its search stops once their best exits are
+        // certain (not once every satellite they see is settled).
+        exits.rebuild(graph.node_count(), &vis);
         for i in (0..m.saturating_sub(1)).rev() {
-            wanted.extend(vis[i + 1].iter().map(|&(s, _)| s));
             if vis[i].is_empty() {
                 continue;
             }
-            dj.run_until(&graph, &vis[i], &wanted);
+            dj.run_exits(&graph, &vis[i], &exits, i as u32);
             for v in &vis[i + 1..] {
                 if let Some((exit, total)) = dj.best_exit(v) {
                     st.reachable += 1;
