@@ -451,12 +451,16 @@ impl Sim {
         f: impl FnOnce(&mut dyn Agent, &mut Packet, &mut Ctx) -> bool,
     ) -> bool {
         let Some(h) = self.hooks[node.0 as usize] else { return true };
-        let mut p = *self.net.pool.get(id);
-        let mut keep = true;
-        self.with_agent(h, |a, c| keep = f(a, &mut p, c));
-        if keep {
-            *self.net.pool.get_mut(id) = p;
-        } else {
+        // The hook works on the packet in its pool slot (no copy out and back): the slot is not
+        // reused before the hook returns, since sends are handed on only in `flush` afterwards.
+        let slot = &mut self.agents[h as usize];
+        let Some(mut a) = slot.agent.take() else { return true };
+        self.ctx.now = self.net.now;
+        self.ctx.node = slot.node;
+        let keep = f(a.as_mut(), self.net.pool.get_mut(id), &mut self.ctx);
+        self.agents[h as usize].agent = Some(a);
+        self.flush(h);
+        if !keep {
             self.net.pool.release(id);
         }
         keep
@@ -464,11 +468,11 @@ impl Sim {
 
     /// A packet that passed the node's hook: delivered if addressed here, else forwarded.
     fn handle_at(&mut self, node: NodeId, id: PacketId) {
-        let p = *self.net.pool.get(id);
-        if p.dst != node.0 {
+        if self.net.pool.get(id).dst != node.0 {
             self.forward(node, id, true);
             return;
         }
+        let p = *self.net.pool.get(id);
         self.net.pool.release(id);
         let by_flow = self.flow_agents.get(p.flow as usize).and_then(|e| e.iter().find(|x| x.0 == node)).map(|x| x.1);
         match by_flow.or(self.node_agent[node.0 as usize]) {
