@@ -99,8 +99,7 @@ pub struct TcpSource {
     /// While true the sender neither sends nor arms its protocol timer (its connection is being
     /// rebuilt: a split-TCP proxy it sends to is migrating).
     pub paused: bool,
-    timer_gen: u64,
-    armed: Option<Instant>,
+    timer: ProtocolTimer,
 }
 
 impl TcpSource {
@@ -123,8 +122,7 @@ impl TcpSource {
             originals: 0,
             writes: 0,
             paused: false,
-            timer_gen: 0,
-            armed: None,
+            timer: ProtocolTimer::default(),
         }
     }
 
@@ -151,15 +149,7 @@ impl TcpSource {
         if self.completed_at.is_none() && self.tcp.is_done() && self.app_rate.is_none() {
             self.completed_at = Some(now);
         }
-        // (Re-)arm the single protocol timer; a superseded timer is ignored by its generation.
-        let want = self.tcp.poll_timeout().filter(|&t| t > now);
-        if want != self.armed {
-            self.armed = want;
-            self.timer_gen += 1;
-            if let Some(t) = want {
-                ctx.timer(t, TOKEN_TIMER | self.timer_gen);
-            }
-        }
+        self.timer.set(self.tcp.poll_timeout().filter(|&t| t > now), ctx);
     }
 
     /// A packet of this flow to the receiver.
@@ -258,12 +248,61 @@ impl Agent for TcpSource {
             self.tcp.cc_report_handover(ctx.now());
             return;
         }
-        if token != TOKEN_TIMER | self.timer_gen {
-            return; // superseded
+        if !self.timer.due(token, ctx) {
+            return; // superseded, or early (re-armed for the deadline)
         }
-        self.armed = None;
         self.tcp.handle_timeout(ctx.now());
         self.pump(ctx);
+    }
+}
+
+/// A TCP endpoint's single protocol timer. Its deadline moves with almost every ACK, mostly later
+/// (the retransmission timer restarts): an event is scheduled only when the deadline moves earlier
+/// than the one pending. A pending event that comes before the deadline (which moved later since)
+/// only schedules the deadline, without running the state machine, so the state machine runs at
+/// exactly the deadlines it asked for, as when every move scheduled its own event and superseded
+/// ones were ignored; the queue no longer carries thousands of superseded timers.
+#[derive(Debug, Default)]
+struct ProtocolTimer {
+    /// The deadline asked for last (none: no timer needed).
+    want: Option<Instant>,
+    /// The pending event's time, and its generation (older events are ignored).
+    armed: Option<Instant>,
+    generation: u64,
+}
+
+impl ProtocolTimer {
+    /// Asks for a wake-up at `want` (none: no timer).
+    fn set(&mut self, want: Option<Instant>, ctx: &mut Ctx) {
+        self.want = want;
+        if let Some(t) = want {
+            if self.armed.is_none_or(|a| t < a) {
+                self.schedule(t, ctx);
+            }
+        }
+    }
+
+    fn schedule(&mut self, t: Instant, ctx: &mut Ctx) {
+        self.armed = Some(t);
+        self.generation += 1;
+        ctx.timer(t, TOKEN_TIMER | self.generation);
+    }
+
+    /// Whether timer event `token` finds the deadline due (the state machine's timeouts are then to
+    /// be run); an early one schedules the deadline instead.
+    fn due(&mut self, token: u64, ctx: &mut Ctx) -> bool {
+        if token != TOKEN_TIMER | self.generation {
+            return false;
+        }
+        self.armed = None;
+        match self.want {
+            Some(t) if t > ctx.now() => {
+                self.schedule(t, ctx);
+                false
+            }
+            Some(_) => true,
+            None => false,
+        }
     }
 }
 
@@ -301,8 +340,7 @@ pub struct TcpSink {
     pub track_delivery: bool,
     /// (bytes delivered in order, when) each time in-order delivery advanced (if `track_delivery`).
     pub deliveries: Vec<(u64, Instant)>,
-    timer_gen: u64,
-    armed: Option<Instant>,
+    timer: ProtocolTimer,
 }
 
 impl TcpSink {
@@ -317,8 +355,7 @@ impl TcpSink {
             tc: 0,
             track_delivery: false,
             deliveries: Vec::new(),
-            timer_gen: 0,
-            armed: None,
+            timer: ProtocolTimer::default(),
         }
     }
 
@@ -348,14 +385,7 @@ impl TcpSink {
     }
 
     fn arm(&mut self, ctx: &mut Ctx) {
-        let want = self.tcp.poll_timeout().filter(|&t| t > ctx.now());
-        if want != self.armed {
-            self.armed = want;
-            self.timer_gen += 1;
-            if let Some(t) = want {
-                ctx.timer(t, TOKEN_TIMER | self.timer_gen);
-            }
-        }
+        self.timer.set(self.tcp.poll_timeout().filter(|&t| t > ctx.now()), ctx);
     }
 }
 
@@ -402,10 +432,9 @@ impl Agent for TcpSink {
     }
 
     fn on_timer(&mut self, token: u64, ctx: &mut Ctx) {
-        if token != TOKEN_TIMER | self.timer_gen {
+        if !self.timer.due(token, ctx) {
             return;
         }
-        self.armed = None;
         if let Some(a) = self.tcp.handle_timeout(ctx.now()) {
             self.send_ack(&a, ctx);
         }
@@ -438,6 +467,38 @@ mod tests {
     use leoguard_core::Bps;
     use leoguard_proto::cc;
     use leoguard_proto::tcp::TcpConfig;
+
+    /// The protocol timer runs the state machine at exactly the deadlines asked for: a deadline that
+    /// moves later costs no event until the pending one comes (which then only schedules it), one
+    /// that moves earlier is scheduled at once, and a timer no longer wanted runs nothing.
+    #[test]
+    fn protocol_timer_is_due_only_at_the_deadline_asked_for() {
+        let mut ctx = Ctx::default();
+        let mut t = ProtocolTimer::default();
+        let at = |ms| Instant::ZERO + Duration::from_millis(ms);
+        t.set(Some(at(10)), &mut ctx);
+        t.set(Some(at(30)), &mut ctx); // later: nothing new scheduled
+        assert_eq!(ctx.timers.len(), 1);
+        let first = ctx.timers.pop().unwrap();
+        assert_eq!(first.0, at(10));
+        ctx.now = at(10);
+        assert!(!t.due(first.1, &mut ctx), "early: only schedules the deadline");
+        let second = ctx.timers.pop().unwrap();
+        assert_eq!(second.0, at(30));
+        t.set(Some(at(20)), &mut ctx); // earlier: scheduled at once, the pending one superseded
+        let third = ctx.timers.pop().unwrap();
+        assert_eq!(third.0, at(20));
+        ctx.now = at(20);
+        assert!(t.due(third.1, &mut ctx));
+        ctx.now = at(30);
+        assert!(!t.due(second.1, &mut ctx), "superseded");
+        t.set(Some(at(50)), &mut ctx);
+        t.set(None, &mut ctx);
+        let fourth = ctx.timers.pop().unwrap();
+        ctx.now = at(50);
+        assert!(!t.due(fourth.1, &mut ctx), "no longer wanted");
+        assert!(ctx.timers.is_empty());
+    }
 
     fn flow_over_chain(cc_name: &str, bytes: Option<u64>, hops: usize) -> (Sim, Vec<crate::engine::LinkId>) {
         let (mut sim, fwd) = chain(hops, Bps::mbps(100), Duration::from_millis(2), QueueLimit::Bytes(1_000_000), 5);
