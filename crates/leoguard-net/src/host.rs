@@ -86,6 +86,68 @@ impl Ctx {
     }
 }
 
+/// An agent's single timer for a deadline that moves often, mostly later (a retransmission timer
+/// restarted by every ACK, a per-hop scheme's earliest loss timer). An event is scheduled only when
+/// the deadline moves earlier than the one pending; a pending event that comes before the deadline
+/// (which moved later since) only schedules the deadline, without the agent's timeouts running. So
+/// they run at exactly the deadlines asked for, as when every move scheduled its own event and the
+/// superseded ones were ignored, but the event queue does not carry thousands of superseded timers.
+/// Tokens are `tag | generation` (the tag's bits must stay clear of the generation's).
+#[derive(Debug, Default)]
+pub struct DeadlineTimer {
+    tag: u64,
+    /// The deadline asked for last (none: no timer needed).
+    want: Option<Instant>,
+    /// The pending event's time, and its generation (older events are ignored).
+    armed: Option<Instant>,
+    generation: u64,
+}
+
+impl DeadlineTimer {
+    /// A timer whose tokens carry `tag`.
+    pub fn new(tag: u64) -> Self {
+        DeadlineTimer { tag, ..Default::default() }
+    }
+
+    /// Asks for a wake-up at `want` (none: no timer).
+    pub fn set(&mut self, want: Option<Instant>, ctx: &mut Ctx) {
+        self.want = want;
+        if let Some(t) = want {
+            if self.armed.is_none_or(|a| t < a) {
+                self.schedule(t, ctx);
+            }
+        }
+    }
+
+    /// The deadline asked for last (what the agent's timeouts wait for).
+    pub fn deadline(&self) -> Option<Instant> {
+        self.want
+    }
+
+    fn schedule(&mut self, t: Instant, ctx: &mut Ctx) {
+        self.armed = Some(t);
+        self.generation += 1;
+        ctx.timer(t, self.tag | self.generation);
+    }
+
+    /// Whether the timer event `token` finds the deadline due (the agent's timeouts are then to run);
+    /// an early one schedules the deadline instead, a superseded one does nothing.
+    pub fn due(&mut self, token: u64, ctx: &mut Ctx) -> bool {
+        if token != self.tag | self.generation {
+            return false;
+        }
+        self.armed = None;
+        match self.want {
+            Some(t) if t > ctx.now() => {
+                self.schedule(t, ctx);
+                false
+            }
+            Some(_) => true,
+            None => false,
+        }
+    }
+}
+
 /// A sans-IO endpoint or per-hop mechanism hosted on a node.
 pub trait Agent: std::fmt::Debug + std::any::Any + Send {
     /// Itself as `Any`, so callers can read a concrete agent's results after a run.
@@ -110,4 +172,42 @@ pub trait Agent: std::fmt::Debug + std::any::Any + Send {
     fn on_congestion_drop(&mut self, _link: LinkId, _p: &Packet, _ctx: &mut Ctx) {}
     /// (Hooks) a link from or to the node changed state.
     fn on_link_state(&mut self, _link: LinkId, _up: bool, _ctx: &mut Ctx) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The timer runs the agent's timeouts at exactly the deadlines asked for: a deadline that moves
+    /// later costs no event until the pending one comes (which then only schedules it), one that
+    /// moves earlier is scheduled at once, and a timer no longer wanted runs nothing.
+    #[test]
+    fn deadline_timer_is_due_only_at_the_deadline_asked_for() {
+        let mut ctx = Ctx::default();
+        let mut t = DeadlineTimer::new(1 << 62);
+        let at = |ms| Instant::ZERO + Duration::from_millis(ms);
+        t.set(Some(at(10)), &mut ctx);
+        t.set(Some(at(30)), &mut ctx); // later: nothing new scheduled
+        assert_eq!(ctx.timers.len(), 1);
+        let first = ctx.timers.pop().unwrap();
+        assert_eq!(first.0, at(10));
+        assert_eq!(first.1 & (1 << 62), 1 << 62, "tokens carry the tag");
+        ctx.now = at(10);
+        assert!(!t.due(first.1, &mut ctx), "early: only schedules the deadline");
+        let second = ctx.timers.pop().unwrap();
+        assert_eq!(second.0, at(30));
+        t.set(Some(at(20)), &mut ctx); // earlier: scheduled at once, the pending one superseded
+        let third = ctx.timers.pop().unwrap();
+        assert_eq!(third.0, at(20));
+        ctx.now = at(20);
+        assert!(t.due(third.1, &mut ctx));
+        ctx.now = at(30);
+        assert!(!t.due(second.1, &mut ctx), "superseded");
+        t.set(Some(at(50)), &mut ctx);
+        t.set(None, &mut ctx);
+        let fourth = ctx.timers.pop().unwrap();
+        ctx.now = at(50);
+        assert!(!t.due(fourth.1, &mut ctx), "no longer wanted");
+        assert!(ctx.timers.is_empty());
+    }
 }

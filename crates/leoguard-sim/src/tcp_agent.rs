@@ -3,6 +3,7 @@
 
 use crate::engine::{NodeId, Packet};
 use crate::sim::{Agent, Ctx};
+use leoguard_net::host::DeadlineTimer;
 use leoguard_core::{Duration, Instant};
 use leoguard_proto::tcp::{Ack, TcpReceiver, TcpSender};
 use std::any::Any;
@@ -99,7 +100,8 @@ pub struct TcpSource {
     /// While true the sender neither sends nor arms its protocol timer (its connection is being
     /// rebuilt: a split-TCP proxy it sends to is migrating).
     pub paused: bool,
-    timer: ProtocolTimer,
+    /// The protocol timer (RTO, TLP, RACK, pacing, StarTCP's).
+    timer: DeadlineTimer,
 }
 
 impl TcpSource {
@@ -122,7 +124,7 @@ impl TcpSource {
             originals: 0,
             writes: 0,
             paused: false,
-            timer: ProtocolTimer::default(),
+            timer: DeadlineTimer::new(TOKEN_TIMER),
         }
     }
 
@@ -256,56 +258,6 @@ impl Agent for TcpSource {
     }
 }
 
-/// A TCP endpoint's single protocol timer. Its deadline moves with almost every ACK, mostly later
-/// (the retransmission timer restarts): an event is scheduled only when the deadline moves earlier
-/// than the one pending. A pending event that comes before the deadline (which moved later since)
-/// only schedules the deadline, without running the state machine, so the state machine runs at
-/// exactly the deadlines it asked for, as when every move scheduled its own event and superseded
-/// ones were ignored; the queue no longer carries thousands of superseded timers.
-#[derive(Debug, Default)]
-struct ProtocolTimer {
-    /// The deadline asked for last (none: no timer needed).
-    want: Option<Instant>,
-    /// The pending event's time, and its generation (older events are ignored).
-    armed: Option<Instant>,
-    generation: u64,
-}
-
-impl ProtocolTimer {
-    /// Asks for a wake-up at `want` (none: no timer).
-    fn set(&mut self, want: Option<Instant>, ctx: &mut Ctx) {
-        self.want = want;
-        if let Some(t) = want {
-            if self.armed.is_none_or(|a| t < a) {
-                self.schedule(t, ctx);
-            }
-        }
-    }
-
-    fn schedule(&mut self, t: Instant, ctx: &mut Ctx) {
-        self.armed = Some(t);
-        self.generation += 1;
-        ctx.timer(t, TOKEN_TIMER | self.generation);
-    }
-
-    /// Whether timer event `token` finds the deadline due (the state machine's timeouts are then to
-    /// be run); an early one schedules the deadline instead.
-    fn due(&mut self, token: u64, ctx: &mut Ctx) -> bool {
-        if token != TOKEN_TIMER | self.generation {
-            return false;
-        }
-        self.armed = None;
-        match self.want {
-            Some(t) if t > ctx.now() => {
-                self.schedule(t, ctx);
-                false
-            }
-            Some(_) => true,
-            None => false,
-        }
-    }
-}
-
 /// One data packet as the receiver saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PacketRecord {
@@ -340,7 +292,8 @@ pub struct TcpSink {
     pub track_delivery: bool,
     /// (bytes delivered in order, when) each time in-order delivery advanced (if `track_delivery`).
     pub deliveries: Vec<(u64, Instant)>,
-    timer: ProtocolTimer,
+    /// The protocol timer (RTO, TLP, RACK, pacing, StarTCP's).
+    timer: DeadlineTimer,
 }
 
 impl TcpSink {
@@ -355,7 +308,7 @@ impl TcpSink {
             tc: 0,
             track_delivery: false,
             deliveries: Vec::new(),
-            timer: ProtocolTimer::default(),
+            timer: DeadlineTimer::new(TOKEN_TIMER),
         }
     }
 
@@ -467,38 +420,6 @@ mod tests {
     use leoguard_core::Bps;
     use leoguard_proto::cc;
     use leoguard_proto::tcp::TcpConfig;
-
-    /// The protocol timer runs the state machine at exactly the deadlines asked for: a deadline that
-    /// moves later costs no event until the pending one comes (which then only schedules it), one
-    /// that moves earlier is scheduled at once, and a timer no longer wanted runs nothing.
-    #[test]
-    fn protocol_timer_is_due_only_at_the_deadline_asked_for() {
-        let mut ctx = Ctx::default();
-        let mut t = ProtocolTimer::default();
-        let at = |ms| Instant::ZERO + Duration::from_millis(ms);
-        t.set(Some(at(10)), &mut ctx);
-        t.set(Some(at(30)), &mut ctx); // later: nothing new scheduled
-        assert_eq!(ctx.timers.len(), 1);
-        let first = ctx.timers.pop().unwrap();
-        assert_eq!(first.0, at(10));
-        ctx.now = at(10);
-        assert!(!t.due(first.1, &mut ctx), "early: only schedules the deadline");
-        let second = ctx.timers.pop().unwrap();
-        assert_eq!(second.0, at(30));
-        t.set(Some(at(20)), &mut ctx); // earlier: scheduled at once, the pending one superseded
-        let third = ctx.timers.pop().unwrap();
-        assert_eq!(third.0, at(20));
-        ctx.now = at(20);
-        assert!(t.due(third.1, &mut ctx));
-        ctx.now = at(30);
-        assert!(!t.due(second.1, &mut ctx), "superseded");
-        t.set(Some(at(50)), &mut ctx);
-        t.set(None, &mut ctx);
-        let fourth = ctx.timers.pop().unwrap();
-        ctx.now = at(50);
-        assert!(!t.due(fourth.1, &mut ctx), "no longer wanted");
-        assert!(ctx.timers.is_empty());
-    }
 
     fn flow_over_chain(cc_name: &str, bytes: Option<u64>, hops: usize) -> (Sim, Vec<crate::engine::LinkId>) {
         let (mut sim, fwd) = chain(hops, Bps::mbps(100), Duration::from_millis(2), QueueLimit::Bytes(1_000_000), 5);
