@@ -3,8 +3,8 @@
 
 use crate::engine::{NodeId, Packet};
 use crate::sim::{Agent, Ctx};
-use leoguard_net::host::DeadlineTimer;
 use leoguard_core::{Duration, Instant};
+use leoguard_net::host::DeadlineTimer;
 use leoguard_proto::tcp::{Ack, TcpReceiver, TcpSender};
 use std::any::Any;
 
