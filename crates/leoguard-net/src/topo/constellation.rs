@@ -419,6 +419,7 @@ impl ConstellationTopo {
             serving: vec![None; g_count],
             isl_links,
             isl_up: vec![true; c.isls().len()],
+            isl_delay: vec![Duration(u64::MAX); c.isls().len()],
             access: self.access.clone(),
             gsl,
             dests,
@@ -638,6 +639,9 @@ struct ConstellationDriver {
     serving: Vec<Option<u32>>,
     isl_links: Vec<(LinkId, LinkId)>,
     isl_up: Vec<bool>,
+    /// Each ISL's delay as last emitted: an unchanged one (to the nanosecond: intra-plane ISLs, and
+    /// most others between close steps) is not emitted again.
+    isl_delay: Vec<Duration>,
     access: Vec<Option<GroundAccess>>,
     gsl: BTreeMap<(u32, u32), (LinkId, LinkId)>,
     dests: Vec<u32>,
@@ -758,8 +762,9 @@ impl Driver for ConstellationDriver {
         }
         self.graph.update(&self.c, &self.pos);
         let delay = |m: f64| Duration::from_secs_f64(light_delay_s(m));
-        for (k, l) in self.c.isls().iter().enumerate() {
+        for k in 0..self.c.isls().len() {
             let (ab, ba) = self.isl_links[k];
+            // The graph's length is this snapshot's distance between the two satellites.
             let len = self.graph.isl_len[k];
             let up = len.is_finite();
             if up != self.isl_up[k] {
@@ -767,8 +772,11 @@ impl Driver for ConstellationDriver {
                 out.extend([Control::State { link: ab, up }, Control::State { link: ba, up }]);
             }
             if up {
-                let d = delay(distance(self.pos[l.a as usize], self.pos[l.b as usize]));
-                out.extend([Control::Delay { link: ab, delay: d }, Control::Delay { link: ba, delay: d }]);
+                let d = delay(len);
+                if d != self.isl_delay[k] {
+                    self.isl_delay[k] = d;
+                    out.extend([Control::Delay { link: ab, delay: d }, Control::Delay { link: ba, delay: d }]);
+                }
             }
         }
         for g in 0..self.grounds.len() {

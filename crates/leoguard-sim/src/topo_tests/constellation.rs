@@ -223,3 +223,30 @@ fn a_pair_attached_by_best_path_takes_the_path_timelines_satellites() {
     three.options.step_s = 1.0;
     assert!(three.validate().unwrap_err().to_string().contains("exactly 2 ground places"));
 }
+
+/// Every up ISL carries the light delay of its satellites' current distance after each routing step,
+/// though the driver emits an ISL's delay only when it changed (to the nanosecond) since the last.
+#[test]
+fn isl_delays_follow_the_orbits_though_unchanged_ones_are_not_re_emitted() {
+    let t = topo(Policy::starlink(leoguard_orbit::constellation::DEFAULT_EPOCH_UNIX_S), InterruptionModel::None);
+    let c = Arc::clone(&t.constellation);
+    let mut sim = Sim::new(t.node_count(), 1);
+    let first = t.install(&mut sim, &[0, 1]).unwrap().first_sat;
+    for k in [1u64, 2, 37, 38, 120] {
+        // Steps are 100 ms; run past step k's routing update, before step k + 1's.
+        sim.run(Instant(k * 100_000_000 + 50_000_000));
+        let pos = c.positions(k as f64 * 0.1).unwrap();
+        let mut isls = 0;
+        for l in &sim.net.links {
+            let (a, b) = (l.from.0, l.to.0);
+            if a < first || b < first || !l.up {
+                continue;
+            }
+            let d = leoguard_orbit::geo::distance(pos[(a - first) as usize], pos[(b - first) as usize]);
+            let want = Duration::from_secs_f64(leoguard_orbit::geo::light_delay_s(d));
+            assert_eq!(l.delay_at(Instant(k * 100_000_000)), want, "step {k}, ISL {a} -> {b}");
+            isls += 1;
+        }
+        assert!(isls > 3000, "step {k}: {isls} ISLs up");
+    }
+}
