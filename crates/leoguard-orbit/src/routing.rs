@@ -370,7 +370,7 @@ impl Dijkstra {
             if let Some((ex, after)) = track {
                 // Every unsettled node lies in bucket `cur` or later: at least cur * width away
                 // (less a margin far above the rounding of d * inv).
-                if self.unexited == 0 && self.exits_certain(ex, after, cur as f64 * width * (1.0 - 1e-12)) {
+                if self.exits_certain(ex, after, cur as f64 * width * (1.0 - 1e-12)) {
                     break;
                 }
             }

@@ -453,13 +453,9 @@ impl Sim {
         let Some(h) = self.hooks[node.0 as usize] else { return true };
         // The hook works on the packet in its pool slot (no copy out and back): the slot is not
         // reused before the hook returns, since sends are handed on only in `flush` afterwards.
-        let slot = &mut self.agents[h as usize];
-        let Some(mut a) = slot.agent.take() else { return true };
-        self.ctx.now = self.net.now;
-        self.ctx.node = slot.node;
+        let Some(mut a) = self.enter(h) else { return true };
         let keep = f(a.as_mut(), self.net.pool.get_mut(id), &mut self.ctx);
-        self.agents[h as usize].agent = Some(a);
-        self.flush(h);
+        self.leave(h, a);
         if !keep {
             self.net.pool.release(id);
         }
@@ -487,14 +483,28 @@ impl Sim {
     }
 
     fn with_agent(&mut self, agent: u32, f: impl FnOnce(&mut dyn Agent, &mut Ctx)) {
-        let slot = &mut self.agents[agent as usize];
-        if let Some(mut a) = slot.agent.take() {
-            self.ctx.now = self.net.now;
-            self.ctx.node = slot.node;
+        if let Some(mut a) = self.enter(agent) {
             f(a.as_mut(), &mut self.ctx);
-            self.agents[agent as usize].agent = Some(a);
-            self.flush(agent);
+            self.leave(agent, a);
         }
+    }
+
+    /// Takes `agent` out of its slot for a call, with the context set to now and its node; `None`
+    /// while it is already running (a nested call does not reach it).
+    #[inline]
+    fn enter(&mut self, agent: u32) -> Option<Box<dyn Agent>> {
+        let slot = &mut self.agents[agent as usize];
+        let a = slot.agent.take()?;
+        self.ctx.now = self.net.now;
+        self.ctx.node = slot.node;
+        Some(a)
+    }
+
+    /// Puts `agent` back after a call and hands on what it sent and armed.
+    #[inline]
+    fn leave(&mut self, agent: u32, a: Box<dyn Agent>) {
+        self.agents[agent as usize].agent = Some(a);
+        self.flush(agent);
     }
 
     /// Runs until `end` (events at exactly `end` are processed) or until nothing is pending. Can be
