@@ -87,7 +87,7 @@ impl Ctx {
 }
 
 /// An agent's single timer for a deadline that moves often, mostly later (a retransmission timer
-/// restarted by every ACK, a per-hop scheme's earliest loss timer). An event is scheduled only when
+/// restarted by every ACK). An event is scheduled only when
 /// the deadline moves earlier than the one pending; a pending event that comes before the deadline
 /// (which moved later since) only schedules the deadline, without the agent's timeouts running. So
 /// they run at exactly the deadlines asked for, as when every move scheduled its own event and the
@@ -117,11 +117,6 @@ impl DeadlineTimer {
                 self.schedule(t, ctx);
             }
         }
-    }
-
-    /// The deadline asked for last (what the agent's timeouts wait for).
-    pub fn deadline(&self) -> Option<Instant> {
-        self.want
     }
 
     fn schedule(&mut self, t: Instant, ctx: &mut Ctx) {
