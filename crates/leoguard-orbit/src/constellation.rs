@@ -2,7 +2,7 @@
 //! the +Grid ISL topology with the grazing rule and an optional latitude cut.
 
 use crate::error::OrbitError;
-use crate::geo::{eci_to_ecef, gmst_rad, segment_clears_grazing, Geodetic, Vec3};
+use crate::geo::{gmst_rad, segment_clears_grazing, Geodetic, Vec3};
 use crate::tle::{parse_tle_text, TleSatellite};
 use crate::walker::{preset, Phasing, WalkerKinematics, WalkerShell};
 
@@ -212,14 +212,10 @@ impl Constellation {
         }
         out.clear();
         out.reserve(self.sats.len());
-        let theta = self.earth_angle(t);
+        let earth = self.earth_angle(t).sin_cos();
         for (shell, kin) in self.shells.iter().zip(&self.kin) {
             match (shell, kin) {
-                (Shell::Walker(w), Some(k)) => {
-                    for i in 0..w.len() {
-                        out.push(eci_to_ecef(k.eci(i, t), theta));
-                    }
-                }
+                (Shell::Walker(_), Some(k)) => k.ecef_into(t, earth, out),
                 (Shell::Tle { sats, .. }, _) => {
                     let unix = self.epoch_unix_s + t;
                     for s in sats {

@@ -143,6 +143,13 @@ pub fn julian_years_since_j2000(unix_s: f64) -> f64 {
 #[inline]
 pub fn eci_to_ecef(p: Vec3, theta: f64) -> Vec3 {
     let (s, c) = theta.sin_cos();
+    eci_to_ecef_sc(p, s, c)
+}
+
+/// [`eci_to_ecef`] given the sine and cosine of the rotation angle (for many vectors at one time).
+#[inline]
+pub fn eci_to_ecef_sc(p: Vec3, sin_theta: f64, cos_theta: f64) -> Vec3 {
+    let (s, c) = (sin_theta, cos_theta);
     [c * p[0] + s * p[1], -s * p[0] + c * p[1], p[2]]
 }
 

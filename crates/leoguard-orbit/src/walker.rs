@@ -2,7 +2,7 @@
 //! phasing), optionally with J2 secular drift of the node and the argument of latitude.
 
 use crate::error::OrbitError;
-use crate::geo::{Vec3, EARTH_EQ_RADIUS_M, EARTH_RADIUS_M, J2, MU_EARTH};
+use crate::geo::{eci_to_ecef_sc, Vec3, EARTH_EQ_RADIUS_M, EARTH_RADIUS_M, J2, MU_EARTH};
 use std::f64::consts::PI;
 
 /// How satellites in adjacent planes are offset along the orbit.
@@ -151,15 +151,38 @@ impl WalkerShell {
 }
 
 impl WalkerKinematics {
-    /// Inertial position of satellite `k` at `t` seconds after the epoch.
-    #[inline]
+    /// Inertial position of satellite `k` at `t` seconds after the epoch (per satellite: the
+    /// reference [`ecef_into`](Self::ecef_into) is tested against).
+    #[cfg(test)]
     pub(crate) fn eci(&self, k: usize, t: f64) -> Vec3 {
         let raan = self.raan0[k] + self.raan_rate * t;
         let u = self.u0[k] + self.u_rate * t;
-        let (su, cu) = u.sin_cos();
-        let (so, co) = raan.sin_cos();
+        self.eci_sc(raan.sin_cos(), u.sin_cos())
+    }
+
+    /// The inertial position from the sines and cosines of RAAN and argument of latitude.
+    #[inline]
+    fn eci_sc(&self, (so, co): (f64, f64), (su, cu): (f64, f64)) -> Vec3 {
         let r = self.radius_m;
         [r * (co * cu - so * su * self.cos_i), r * (so * cu + co * su * self.cos_i), r * (su * self.sin_i)]
+    }
+
+    /// Earth-fixed positions of every satellite at `t`, appended to `out`, with `earth` the sine and
+    /// cosine of the Earth's rotation angle at `t`. The same figures as [`eci`](Self::eci) then
+    /// [`eci_to_ecef`](crate::geo::eci_to_ecef) per satellite, to the bit: a plane's satellites
+    /// share one RAAN, so its sine and cosine are taken once per run of equal RAANs, and the Earth's
+    /// angle once per call, instead of both per satellite (two of three `sin_cos` calls).
+    pub(crate) fn ecef_into(&self, t: f64, earth: (f64, f64), out: &mut Vec<Vec3>) {
+        let mut last_raan0 = f64::NAN;
+        let mut raan = (0.0, 0.0);
+        for (&raan0, &u0) in self.raan0.iter().zip(&self.u0) {
+            if raan0.to_bits() != last_raan0.to_bits() {
+                last_raan0 = raan0;
+                raan = (raan0 + self.raan_rate * t).sin_cos();
+            }
+            let p = self.eci_sc(raan, (u0 + self.u_rate * t).sin_cos());
+            out.push(eci_to_ecef_sc(p, earth.0, earth.1));
+        }
     }
 }
 
@@ -250,6 +273,30 @@ mod tests {
             assert!(crate::geo::distance(p0, p1) < 1e-3, "not periodic");
             assert!(crate::geo::distance(p0, half) > 13_000e3, "half a period should be opposite");
             assert!((norm(half) - (crate::geo::EARTH_RADIUS_M + 550e3)).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn all_at_once_positions_equal_per_satellite_ones_to_the_bit() {
+        // Every preset (shared and alternating phasing), with and without J2, at times where the
+        // angles wrap; the Earth angle is arbitrary here.
+        for name in PRESETS {
+            for mut shell in preset(name).unwrap() {
+                for j2 in [false, true] {
+                    shell.j2 = j2;
+                    let k = shell.kinematics();
+                    for t in [0.0, 0.1, 15.0, 5_731.3, 86_400.0 * 365.0] {
+                        let theta = 0.37 + t * 7.292e-5;
+                        let mut out = Vec::new();
+                        k.ecef_into(t, theta.sin_cos(), &mut out);
+                        assert_eq!(out.len(), shell.len());
+                        for (i, p) in out.iter().enumerate() {
+                            let want = crate::geo::eci_to_ecef(k.eci(i, t), theta);
+                            assert_eq!(p.map(f64::to_bits), want.map(f64::to_bits), "{name} j2={j2} t={t} sat {i}");
+                        }
+                    }
+                }
+            }
         }
     }
 

@@ -427,6 +427,7 @@ impl ConstellationTopo {
             gsl,
             dests,
             last: Vec::new(),
+            last_pred: Vec::new(),
             column: Vec::new(),
             error: None,
         };

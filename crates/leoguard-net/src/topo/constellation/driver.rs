@@ -13,6 +13,11 @@ use leoguard_orbit::Constellation;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// `last_pred` of a tree's root (a satellite index is below `ROOT`, and `NONE` is unreached).
+const ROOT: u32 = NONE - 1;
+/// `last_pred` where no next hop was worked out from a tree: the next one is worked out anew.
+const FRESH: u32 = NONE - 2;
+
 /// Recomputes delays, ISL states and next hops at every routing step.
 #[derive(Debug)]
 pub(super) struct ConstellationDriver {
@@ -42,6 +47,9 @@ pub(super) struct ConstellationDriver {
     pub(super) dests: Vec<u32>,
     /// Routes last emitted per destination (index into `dests`), per node.
     pub(super) last: Vec<Vec<Option<LinkId>>>,
+    /// Per destination, each satellite's predecessor in the last routing tree ([`ROOT`] at its
+    /// root, [`FRESH`] where no tree was drawn); see `satellite_column`.
+    pub(super) last_pred: Vec<Vec<u32>>,
     pub(super) column: Vec<Option<LinkId>>,
     pub(super) error: Option<String>,
 }
@@ -76,7 +84,7 @@ impl ConstellationDriver {
         col.clear();
         col.resize(n_nodes, None);
         if dst >= self.base {
-            self.routes_to_satellite(dst - self.base, &mut col);
+            self.routes_to_satellite(dst - self.base, &mut col, slot);
             self.emit(dst, col, out, slot);
             return;
         }
@@ -85,21 +93,16 @@ impl ConstellationDriver {
             if dst < g_count { (dst, None) } else { (self.host_ground[(dst - g_count) as usize], Some(dst)) };
         if let Some(sat) = self.serving[dg as usize] {
             self.dj.run(&self.graph, &[(sat, 0.0)]);
-            for v in 0..self.c.len() as u32 {
-                let via = if v == sat {
-                    self.gsl.get(&(dg, sat)).map(|l| l.1)
-                } else if self.dj.pred[v as usize] != NONE {
-                    self.isl_link(v, self.dj.pred[v as usize])
-                } else {
-                    None
-                };
-                col[(self.base + v) as usize] = via;
-            }
+            let down = self.gsl.get(&(dg, sat)).map(|l| l.1);
+            self.satellite_column(sat, down, &mut col, slot);
             for g in 0..g_count {
                 if g != dg {
                     col[g as usize] = self.serving[g as usize].and_then(|s| self.gsl.get(&(g, s))).map(|l| l.0);
                 }
             }
+        } else {
+            // No satellite column was written: the next one is worked out whole.
+            self.last_pred[slot].fill(FRESH);
         }
         // Hosts always reach the world through their ground node; that ground node reaches its own hosts.
         for (i, &(up, down)) in self.host_links.iter().enumerate() {
@@ -115,20 +118,40 @@ impl ConstellationDriver {
 
     /// Next hops towards satellite `sat` (a proxy on it): ISLs by shortest delay, ground nodes up
     /// to their serving satellite, hosts to their ground node.
-    fn routes_to_satellite(&mut self, sat: u32, col: &mut [Option<LinkId>]) {
+    fn routes_to_satellite(&mut self, sat: u32, col: &mut [Option<LinkId>], slot: usize) {
         let g_count = self.grounds.len() as u32;
         self.dj.run(&self.graph, &[(sat, 0.0)]);
-        for v in 0..self.c.len() as u32 {
-            if v != sat && self.dj.pred[v as usize] != NONE {
-                col[(self.base + v) as usize] = self.isl_link(v, self.dj.pred[v as usize]);
-            }
-        }
+        self.satellite_column(sat, None, col, slot);
         for g in 0..g_count {
             col[g as usize] = self.serving[g as usize].and_then(|s| self.gsl.get(&(g, s))).map(|l| l.0);
         }
         for (i, &(up, _)) in self.host_links.iter().enumerate() {
             col[(g_count + i as u32) as usize] = Some(up);
         }
+    }
+
+    /// The satellites' next hops along the tree the search holds, rooted at satellite `root`, which
+    /// forwards on `at_root` (down to the destination's ground node, or nowhere for a proxy on it).
+    /// A satellite's next hop depends only on its predecessor in the tree (an ISL's link never
+    /// changes, and a destination's ground node is fixed), so one whose predecessor is as at this
+    /// destination's last step keeps its last next hop, and only the changed ones are looked up.
+    fn satellite_column(&mut self, root: u32, at_root: Option<LinkId>, col: &mut [Option<LinkId>], slot: usize) {
+        let base = self.base as usize;
+        let mut preds = std::mem::take(&mut self.last_pred[slot]);
+        for (v, was) in preds.iter_mut().enumerate() {
+            let p = if v as u32 == root { ROOT } else { self.dj.pred[v] };
+            col[base + v] = if p == *was {
+                self.last[slot][base + v]
+            } else {
+                *was = p;
+                match p {
+                    ROOT => at_root,
+                    NONE => None,
+                    w => self.isl_link(v as u32, w),
+                }
+            };
+        }
+        self.last_pred[slot] = preds;
     }
 
     /// Emits the route changes of column `col` towards `dst` (slot `slot` of `dests`).
@@ -189,6 +212,7 @@ impl Driver for ConstellationDriver {
         let n_nodes = self.base as usize + self.c.len();
         if self.last.is_empty() {
             self.last = vec![vec![None; n_nodes]; self.dests.len()];
+            self.last_pred = vec![vec![FRESH; self.c.len()]; self.dests.len()];
         }
         for i in 0..self.dests.len() {
             self.routes_towards(self.dests[i], out, i);
