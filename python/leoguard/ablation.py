@@ -21,7 +21,7 @@ import polars as pl
 
 from leoguard.errors import LeoguardError
 from leoguard.scenario import ConstellationTopology, LinkGuardian, Satguard, Scenario, load_scenario
-from leoguard.simulate import Results, simulate
+from leoguard.simulate import Results, simulate_many
 
 EARTH_RADIUS_M = 6_371_000.0
 SPEED_OF_LIGHT_M_S = 299_792_458.0
@@ -136,8 +136,10 @@ def run_ablation(
     duration_s: float | None = None,
     seed: int | None = None,
     progress: Callable[[str], None] | None = None,
+    workers: int = 1,
 ) -> Ablation:
-    """Runs the variants (all by default) of `scenario` and checks the acceptance criteria."""
+    """Runs the variants (all by default) of `scenario`, `workers` at a time (the same results for
+    any number), and checks the acceptance criteria."""
     sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario, seed=seed, duration_s=duration_s)
     if isinstance(scenario, Scenario) and (seed is not None or duration_s is not None):
         sc = sc.model_copy(update={k: v for k, v in (("seed", seed), ("duration_s", duration_s)) if v is not None})
@@ -146,11 +148,9 @@ def run_ablation(
     if unknown:
         raise LeoguardError(f"unknown variant(s) {unknown}: known are {list(VARIANTS)}")
     tcp, probe = _flow_index(sc, "tcp"), _flow_index(sc, "cbr")
-    runs = {}
-    for n in names:
-        if progress:
-            progress(n)
-        runs[n] = simulate(VARIANTS[n][1](sc))
+    scenarios = [VARIANTS[n][1](sc) for n in names]
+    results = simulate_many(scenarios, workers, on_start=(lambda i: progress(names[i])) if progress else None)
+    runs = dict(zip(names, results, strict=True))
     table = pl.DataFrame([_row(n, r, tcp, probe) for n, r in runs.items()])
     return Ablation(sc, runs, table, _checks(sc, runs, tcp, probe))
 

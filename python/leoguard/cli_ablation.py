@@ -33,6 +33,12 @@ def ablation(
         Path | None,
         typer.Option(help="Directory for the table and each run (default out/<name>-ablation).", callback=out_dir_cb),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers", min=1, max=64, help="Variants run at a time, on threads (the results do not depend on it)."
+        ),
+    ] = 2,
     as_json: JsonOpt = False,
 ) -> None:
     """SATGUARD's ablation: the scenario unprotected, with LinkGuardian, with SATGUARD and with each
@@ -49,9 +55,9 @@ def ablation(
             err.print(f"running [bold]{name}[/]: {VARIANTS[name][0]}")
 
     if seeds > 1:
-        _ablation_seeds(scenario, variant, seed, seeds, duration, out, as_json, progress)
+        _ablation_seeds(scenario, variant, seed, seeds, duration, out, as_json, progress, workers)
         return
-    ab = run_ablation(scenario, variant, seed=seed, duration_s=duration, progress=progress)
+    ab = run_ablation(scenario, variant, seed=seed, duration_s=duration, progress=progress, workers=workers)
     d = out or Path("out") / f"{ab.scenario.dir_name}-ablation"
     make_dir(d)
     ab.table.write_parquet(d / "ablation.parquet")
@@ -86,7 +92,7 @@ def ablation(
 
 def _ablation_seeds(
     scenario: Path, variant: list[str] | None, seed: int | None, n: int, duration: float | None,
-    out: Path | None, as_json: bool, progress: Any,
+    out: Path | None, as_json: bool, progress: Any, workers: int,
 ) -> None:  # fmt: skip
     """`leoguard ablation --seeds N`: the ablation for N paired seeds, the spread table, the checks per seed."""
     from leoguard.ablation import SPREAD_METRICS, run_ablation, spread
@@ -97,7 +103,7 @@ def _ablation_seeds(
     for s in range(base, base + n):
         if not as_json:
             Console(stderr=True).print(f"[bold]seed {s}[/]")
-        runs.append(run_ablation(scenario, variant, seed=s, duration_s=duration, progress=progress))
+        runs.append(run_ablation(scenario, variant, seed=s, duration_s=duration, progress=progress, workers=workers))
     d = out or Path("out") / f"{runs[0].scenario.dir_name}-ablation"
     make_dir(d)
     sp = spread(runs)

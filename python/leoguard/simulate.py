@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,7 @@ from typing import Any
 import polars as pl
 
 from leoguard import _core
-from leoguard.errors import make_dir
+from leoguard.errors import LeoguardError, make_dir
 from leoguard.scenario import Scenario, load_scenario
 
 
@@ -293,6 +295,48 @@ def simulate(
     raw = run.results()
     wall = time.perf_counter() - t0
     return _results(scenario, spec, raw, wall, complete)
+
+
+class _StoppedError(Exception):
+    """A run stopped because another of the same batch failed or was interrupted."""
+
+
+def simulate_many(
+    scenarios: Sequence[Scenario], workers: int = 1, on_start: Callable[[int], None] | None = None
+) -> list[Results]:
+    """Runs independent `scenarios`, up to `workers` at a time on threads of this process (the engine
+    runs without the GIL, so N cores run N at once), and returns their results in order. Each run is
+    its own engine with its own seed, so the results are those of running them one by one.
+    `on_start(i)` is called as run i starts. If a run fails, or Ctrl-C interrupts the wait, the
+    other runs stop at the end of their current slice and the error propagates."""
+    if workers < 1:
+        raise LeoguardError(f"workers must be at least 1, got {workers}")
+    if workers == 1 or len(scenarios) <= 1:
+        out = []
+        for i, sc in enumerate(scenarios):
+            if on_start:
+                on_start(i)
+            out.append(simulate(sc))
+        return out
+    stop = threading.Event()
+
+    def check(*_: Any) -> None:
+        if stop.is_set():
+            raise _StoppedError
+
+    def one(i: int) -> Results:
+        check()
+        if on_start:
+            on_start(i)
+        return simulate(scenarios[i], progress=check)
+
+    with ThreadPoolExecutor(max_workers=min(workers, len(scenarios)), thread_name_prefix="leoguard-run") as pool:
+        futures = [pool.submit(one, i) for i in range(len(scenarios))]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            stop.set()
+            raise
 
 
 def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall: float, complete: bool) -> Results:

@@ -9,7 +9,7 @@ import pytest
 
 from leoguard import LeoguardError
 from leoguard.scenario import from_dict, load_scenario
-from leoguard.simulate import simulate
+from leoguard.simulate import simulate, simulate_many
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT.parent / "shared" / "data" / "satguard-fig5" / "plr_per_second.csv"
@@ -74,6 +74,32 @@ def test_same_seed_same_parquet_bytes_other_seed_differs(tmp_path):
     assert (tmp_path / "a" / "drops.parquet").read_bytes() != (tmp_path / "c" / "drops.parquet").read_bytes()
     run = json.loads((tmp_path / "a" / "run.json").read_text())
     assert run["seed"] == 3 and run["scenario"]["name"] == "t" and "+" in run["code_version"]
+
+
+def test_runs_on_threads_give_the_bytes_of_runs_one_by_one_and_a_failure_propagates(tmp_path):
+    lossy = {"kind": "chain", "hops": 3, "rate_mbps": 50, "delay_ms": 5, "loss": {"model": "bernoulli", "p": 0.01}}
+    scs = [chain(topology=lossy, seed=s, duration_s=3.0) for s in (3, 4, 5)]
+    started = []
+    one = simulate_many(scs, workers=1)
+    two = simulate_many(scs, workers=2, on_start=started.append)
+    assert sorted(started) == [0, 1, 2]
+    for i, (a, b) in enumerate(zip(one, two, strict=True)):
+        assert b.scenario.seed == scs[i].seed
+        a.write(tmp_path / f"a{i}")
+        b.write(tmp_path / f"b{i}")
+        for name in ("flows", "series", "packets", "links", "drops"):
+            assert (tmp_path / f"a{i}" / f"{name}.parquet").read_bytes() == (
+                tmp_path / f"b{i}" / f"{name}.parquet"
+            ).read_bytes(), (i, name)
+    missing = chain(
+        topology={"kind": "chain", "hops": 1, "rate_mbps": 10, "delay_ms": 1,
+                  "loss": {"model": "trace_per_second", "trace": str(tmp_path / "missing.csv")}},
+        flows=[{"kind": "tcp", "src": 0, "dst": 1}],
+    )  # fmt: skip
+    with pytest.raises(LeoguardError, match="cannot read loss trace"):
+        simulate_many([scs[0], missing, scs[1]], workers=2)
+    with pytest.raises(LeoguardError, match="workers must be at least 1, got 0"):
+        simulate_many(scs, workers=0)
 
 
 @pytest.mark.parametrize(
