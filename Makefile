@@ -34,10 +34,10 @@ $(SYSDEPS): python/leoguard/sysdeps.py tools/install_sysdeps.py | $(STAMP)
 
 setup: $(STAMP) $(SYSDEPS) ## Install Python dependencies into .venv and Debian packages (Rust crates come with the build)
 
-build: setup ## Build the Rust core (release) and install leoguard into .venv
-	$(VENV)/bin/maturin develop --release -q
-	cargo build --release -p leoguard-tunnel -p leoguard-transport
-	install -m 755 target/release/leoguard-tunnel target/release/leoguard-relay target/release/leoguard-transport $(VENV)/bin/
+build: setup ## Build the Rust core (profile dist: release with fat LTO) and install leoguard into .venv
+	$(VENV)/bin/maturin develop --profile dist -q
+	cargo build --profile dist -p leoguard-tunnel -p leoguard-transport
+	install -m 755 target/dist/leoguard-tunnel target/dist/leoguard-relay target/dist/leoguard-transport $(VENV)/bin/
 
 demo: build ## Install, build, and run the main demo (New York - London over Starlink shell 1)
 	$(VENV)/bin/leoguard demo --out out/demo

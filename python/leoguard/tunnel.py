@@ -24,15 +24,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 def binary(name: str) -> Path:
     """Path of `leoguard-tunnel` / `leoguard-relay` / `leoguard-transport`: the venv's bin, then
-    target/release, then PATH."""
-    for cand in (Path(sys.prefix) / "bin" / name, REPO / "target" / "release" / name):
+    target/dist (`make build`), then target/release, then PATH."""
+    target = REPO / "target"
+    for cand in (Path(sys.prefix) / "bin" / name, target / "dist" / name, target / "release" / name):
         if cand.is_file() and os.access(cand, os.X_OK):
             return cand
     found = shutil.which(name)
     if found:
         return Path(found)
     package = "leoguard-transport" if name == "leoguard-transport" else "leoguard-tunnel"
-    raise LeoguardError(f"binary {name!r} not found: run `make build` (cargo build --release -p {package})")
+    raise LeoguardError(f"binary {name!r} not found: run `make build` (cargo build --profile dist -p {package})")
 
 
 def _default_run_dir() -> Path:

@@ -1,8 +1,8 @@
 """leoguard's own TCP on the emulator (docs/transport.md): a tcp flow with `stack = "leoguard"` (or a `cc`
 only leoguard has) runs `leoguard-transport` between the two hosts instead of iperf3, the simulator's
 sans-IO TCP over UDP across the emulated links, and its figures land in the same `flows` columns and in
-`series`. Needs root, `ip netns` and the release binary (`make build`, or target/release from `cargo
-build --release -p leoguard-transport`); it fails, never skips, without them. Bounds are generous: a
+`series`. Needs root, `ip netns` and the binary (`make build`, or target/release from `cargo build
+--release -p leoguard-transport`); it fails, never skips, without them. Bounds are generous: a
 loaded 2-core machine keeps them."""
 
 from __future__ import annotations
