@@ -152,7 +152,7 @@ impl WalkerShell {
 
 impl WalkerKinematics {
     /// Inertial position of satellite `k` at `t` seconds after the epoch (per satellite: the
-    /// reference [`ecef_into`](Self::ecef_into) is tested against).
+    /// reference [`ecef_into`](Self::ecef_into) is tested against; test builds only).
     #[cfg(test)]
     pub(crate) fn eci(&self, k: usize, t: f64) -> Vec3 {
         let raan = self.raan0[k] + self.raan_rate * t;
@@ -168,7 +168,7 @@ impl WalkerKinematics {
     }
 
     /// Earth-fixed positions of every satellite at `t`, appended to `out`, with `earth` the sine and
-    /// cosine of the Earth's rotation angle at `t`. The same figures as [`eci`](Self::eci) then
+    /// cosine of the Earth's rotation angle at `t`. The same figures as `eci` (the tests' reference) then
     /// [`eci_to_ecef`](crate::geo::eci_to_ecef) per satellite, to the bit: a plane's satellites
     /// share one RAAN, so its sine and cosine are taken once per run of equal RAANs, and the Earth's
     /// angle once per call, instead of both per satellite (two of three `sin_cos` calls).
