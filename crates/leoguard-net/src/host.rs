@@ -86,20 +86,22 @@ impl Ctx {
     }
 }
 
-/// An agent's single timer for a deadline that moves often, mostly later (a retransmission timer
-/// restarted by every ACK). An event is scheduled only when
-/// the deadline moves earlier than the one pending; a pending event that comes before the deadline
-/// (which moved later since) only schedules the deadline, without the agent's timeouts running. So
-/// they run at exactly the deadlines asked for, as when every move scheduled its own event and the
-/// superseded ones were ignored, but the event queue does not carry thousands of superseded timers.
+/// An agent's timer for a deadline that moves often, mostly later (a retransmission timer restarted
+/// by every ACK). An event is scheduled only when the deadline moves earlier than the one pending, so
+/// the event queue does not carry thousands of superseded timers. When the pending event comes, the
+/// agent asks either [`due`](Self::due): before the deadline (which moved later since) it only
+/// schedules the deadline, so the agent's timeouts run at exactly the deadlines asked for, as when
+/// every move scheduled its own event; or [`fired`](Self::fired), for agents whose timeouts are
+/// harmless when early (they run them and ask again: LinkGuardian).
 /// Tokens are `tag | generation` (the tag's bits must stay clear of the generation's).
 #[derive(Debug, Default)]
 pub struct DeadlineTimer {
     tag: u64,
     /// The deadline asked for last (none: no timer needed).
     want: Option<Instant>,
-    /// The pending event's time, and its generation (older events are ignored).
+    /// The pending event's time (none: no event pending).
     armed: Option<Instant>,
+    /// The pending event's generation (older events are ignored).
     generation: u64,
 }
 
@@ -123,6 +125,16 @@ impl DeadlineTimer {
         self.armed = Some(t);
         self.generation += 1;
         ctx.timer(t, self.tag | self.generation);
+    }
+
+    /// Whether `token` is the pending event (which is then taken as fired, whether or not the
+    /// deadline asked for moved later since).
+    pub fn fired(&mut self, token: u64) -> bool {
+        let current = token == self.tag | self.generation && self.armed.is_some();
+        if current {
+            self.armed = None;
+        }
+        current
     }
 
     /// Whether the timer event `token` finds the deadline due (the agent's timeouts are then to run);
@@ -204,5 +216,27 @@ mod tests {
         ctx.now = at(50);
         assert!(!t.due(fourth.1, &mut ctx), "no longer wanted");
         assert!(ctx.timers.is_empty());
+    }
+
+    /// `fired` takes the pending event as it comes, early or not, and only it; nothing is scheduled
+    /// until the agent sets the timer again.
+    #[test]
+    fn deadline_timer_fired_takes_the_pending_event_even_early() {
+        let mut ctx = Ctx::default();
+        let mut t = DeadlineTimer::new(0);
+        let at = |ms| Instant::ZERO + Duration::from_millis(ms);
+        t.set(Some(at(10)), &mut ctx);
+        t.set(Some(at(5)), &mut ctx); // earlier: scheduled, the first superseded
+        t.set(Some(at(30)), &mut ctx); // later: nothing new
+        let (first, second) = (ctx.timers[0], ctx.timers[1]);
+        assert_eq!((first.0, second.0, ctx.timers.len()), (at(10), at(5), 2));
+        ctx.timers.clear();
+        ctx.now = at(5);
+        assert!(t.fired(second.1), "the pending event, though the deadline moved to 30 ms");
+        assert!(!t.fired(second.1), "taken once");
+        assert!(!t.fired(first.1), "superseded");
+        assert!(ctx.timers.is_empty());
+        t.set(Some(at(30)), &mut ctx);
+        assert_eq!(ctx.timers.len(), 1, "set again: scheduled, nothing pending");
     }
 }

@@ -41,7 +41,7 @@
 //! events, it also covers a burst whose last packet the loss model dropped: the engine draws that
 //! loss before the packet occupies the link, so the real link never went busy, yet LinkGuardian's
 //! hardware would have sent it and then gone idle. The estimate is late only after drop-tail queue
-//! drops (the link was congested anyway). The check is a `LazyTimer`: it re-arms itself when it
+//! drops (the link was congested anyway). The check is a `DeadlineTimer`: it re-arms itself when it
 //! finds the link still busy, so a busy link costs a timer event per check, not per packet.
 //!
 //! ## Link parameters
@@ -54,7 +54,7 @@
 //! alone, the 1-RTT retransmission guard and the fallback trains expire just before the ACK they
 //! wait for returns (both retransmit or probe spuriously).
 
-use crate::host::{Agent, Ctx};
+use crate::host::{Agent, Ctx, DeadlineTimer};
 use crate::link::{Link, LinkId};
 use crate::packet::{NetFields, Packet, NET_CONTROL, NET_HSEQ, NET_RETX};
 use leoguard_core::{Bps, Bytes, Duration, Instant, Seq16};
@@ -363,42 +363,8 @@ fn drain_receiver(
 /// Full-size packet, bytes (IPv6 MTU on Ethernet): the serialisation allowance in a link's RTT.
 const MTU_BYTES: u64 = 1500;
 
-/// One timer armed lazily: a new one only when the deadline moves earlier. One that fires early (its
-/// deadline moved later) runs harmlessly and re-arms, so a deadline that moves with every packet
-/// costs an event per expiry, not per packet.
-#[derive(Debug, Default)]
-struct LazyTimer {
-    /// Generation of the armed timer (older ones are ignored when they fire).
-    generation: u64,
-    armed: Option<Instant>,
-}
-
-impl LazyTimer {
-    /// Makes sure a timer fires at or before `want`; `kind` (0 or 1) is the token's low bit.
-    fn arm(&mut self, want: Option<Instant>, kind: u64, ctx: &mut Ctx) {
-        if let Some(t) = want {
-            if self.armed.is_none_or(|a| t < a) {
-                self.armed = Some(t);
-                self.generation += 1;
-                ctx.timer(t, (self.generation << 1) | kind);
-            }
-        }
-    }
-
-    /// Whether `token` is the armed timer (which is then disarmed).
-    fn fired(&mut self, token: u64) -> bool {
-        let current = token >> 1 == self.generation && self.armed.is_some();
-        if current {
-            self.armed = None;
-        }
-        current
-    }
-}
-
-/// Low token bit of the protocol timer (sender and receiver timeouts).
-const PROTOCOL_TIMER: u64 = 0;
-/// Low token bit of the egress idle check.
-const IDLE_TIMER: u64 = 1;
+/// Token tag of the egress idle check (the protocol timer's, for sender and receiver timeouts, is 0).
+const IDLE_TIMER: u64 = 1 << 63;
 
 /// The LinkGuardian hook of one node.
 #[derive(Debug)]
@@ -408,8 +374,9 @@ pub struct LinkGuardianHook {
     reverse: Arc<Vec<Option<LinkId>>>,
     out: Egress,
     receivers: BTreeMap<u32, LgReceiver<Packet>>,
-    protocol_timer: LazyTimer,
-    idle_timer: LazyTimer,
+    /// Fired early (its deadline moved later), it runs the timeouts harmlessly and is set again.
+    protocol_timer: DeadlineTimer,
+    idle_timer: DeadlineTimer,
     /// Counters.
     pub stats: LinkGuardianStats,
 }
@@ -435,8 +402,8 @@ impl LinkGuardianHook {
                 sizes: Sizes { seq: seq_bytes(), ack: ack_bytes(), dummy: dummy_bytes() },
             },
             receivers: BTreeMap::new(),
-            protocol_timer: LazyTimer::default(),
-            idle_timer: LazyTimer::default(),
+            protocol_timer: DeadlineTimer::new(0),
+            idle_timer: DeadlineTimer::new(IDLE_TIMER),
             stats: LinkGuardianStats::default(),
         })
     }
@@ -469,13 +436,13 @@ impl LinkGuardianHook {
     fn arm(&mut self, ctx: &mut Ctx) {
         let tx = self.out.ports.values().filter_map(|p| p.tx.as_ref().and_then(LgSender::poll_timeout)).min();
         let rx = self.receivers.values().filter_map(LgReceiver::poll_timeout).min();
-        self.protocol_timer.arm(tx.into_iter().chain(rx).min(), PROTOCOL_TIMER, ctx);
+        self.protocol_timer.set(tx.into_iter().chain(rx).min(), ctx);
     }
 
     /// Arms an egress idle check for the earliest pending drain.
     fn arm_idle(&mut self, ctx: &mut Ctx) {
         let want = self.out.ports.values().filter(|p| p.idle_pending).map(|p| p.busy_until).min();
-        self.idle_timer.arm(want, IDLE_TIMER, ctx);
+        self.idle_timer.set(want, ctx);
     }
 
     /// Tells the senders whose link drained that the egress is idle (dummy trains follow).
@@ -564,7 +531,7 @@ impl Agent for LinkGuardianHook {
     fn on_packet(&mut self, _p: &Packet, _ctx: &mut Ctx) {}
 
     fn on_timer(&mut self, token: u64, ctx: &mut Ctx) {
-        if token & 1 == IDLE_TIMER {
+        if token & IDLE_TIMER != 0 {
             if self.idle_timer.fired(token) {
                 self.idle_check(ctx);
             }
