@@ -121,6 +121,11 @@ impl DeadlineTimer {
         }
     }
 
+    /// The deadline asked for last.
+    pub fn want(&self) -> Option<Instant> {
+        self.want
+    }
+
     fn schedule(&mut self, t: Instant, ctx: &mut Ctx) {
         self.armed = Some(t);
         self.generation += 1;

@@ -41,8 +41,9 @@
 //! events, it also covers a burst whose last packet the loss model dropped: the engine draws that
 //! loss before the packet occupies the link, so the real link never went busy, yet LinkGuardian's
 //! hardware would have sent it and then gone idle. The estimate is late only after drop-tail queue
-//! drops (the link was congested anyway). The check is a `DeadlineTimer`: it re-arms itself when it
-//! finds the link still busy, so a busy link costs a timer event per check, not per packet.
+//! drops (the link was congested anyway). The check is a `DeadlineTimer`: an event that comes before
+//! the earliest drain asked for (packets sent since moved it later) only sets the timer again, so a
+//! busy link costs a timer event per check, not per packet, and no look at its ports.
 //!
 //! ## Link parameters
 //! [`LgConfig::for_link`] scales buffers and timers by the link's rate and round-trip time. The hook
@@ -532,7 +533,9 @@ impl Agent for LinkGuardianHook {
 
     fn on_timer(&mut self, token: u64, ctx: &mut Ctx) {
         if token & IDLE_TIMER != 0 {
-            if self.idle_timer.fired(token) {
+            // Early (the drain it was set for moved later with the packets sent since), it only
+            // sets itself again: no port has drained before the earliest drain asked for.
+            if self.idle_timer.due(token, ctx) {
                 self.idle_check(ctx);
             }
         } else if self.protocol_timer.fired(token) {

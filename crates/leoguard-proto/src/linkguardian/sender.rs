@@ -4,10 +4,10 @@ use super::{GiveUpReason, LgAck, LgConfig, LgConfigError, LgEvent, OutKind, Outg
 use leoguard_core::{Duration, Instant, Seq16};
 use std::collections::VecDeque;
 
-/// A copy kept for retransmission.
-#[derive(Debug)]
-struct Entry<T> {
-    item: T,
+/// What the sender keeps of a copy held for retransmission besides the copy itself (16 bytes: the
+/// copy's departure and its acknowledgement read and write these only).
+#[derive(Clone, Copy, Debug)]
+struct Entry {
     bytes: u32,
     retries: u8,
     /// When its last (re)transmission left the interface (its first one may lie ahead, see `queued`).
@@ -55,7 +55,10 @@ pub struct LgSender<T> {
     /// Sequence number of `buf[0]`.
     base: Seq16,
     /// Copies by sequence number from `base`; `None` once acknowledged out of order or given up.
-    buf: VecDeque<Option<Entry<T>>>,
+    buf: VecDeque<Option<Entry>>,
+    /// The copies themselves, index for index with `buf` (`Some` while its entry is; a packet type
+    /// that needs no drop is left in place when its entry goes, until the slot leaves the front).
+    items: VecDeque<Option<T>>,
     /// Bytes of the live copies that have left the interface (the Tx buffer proper).
     buf_bytes: u64,
     live: usize,
@@ -88,6 +91,7 @@ impl<T: Clone> LgSender<T> {
             next_seq: Seq16(0),
             base: Seq16(0),
             buf: VecDeque::new(),
+            items: VecDeque::new(),
             buf_bytes: 0,
             live: 0,
             queued: VecDeque::new(),
@@ -129,7 +133,8 @@ impl<T: Clone> LgSender<T> {
         if self.buf.is_empty() {
             self.base = seq;
         }
-        self.buf.push_back(Some(Entry { item, bytes, retries: 0, last_tx: leaves, on_wire: false }));
+        self.buf.push_back(Some(Entry { bytes, retries: 0, last_tx: leaves, on_wire: false }));
+        self.items.push_back(Some(item));
         self.live += 1;
         self.queued.push_back((leaves, self.pushed_back, seq));
         self.settle(now);
@@ -180,6 +185,7 @@ impl<T: Clone> LgSender<T> {
     /// Drops the oldest slot (giving it up if still live).
     fn evict_front(&mut self, reason: GiveUpReason) {
         if let Some(slot) = self.buf.pop_front() {
+            self.items.pop_front();
             if let Some(e) = slot {
                 self.forget(&e);
                 self.give_up_event(self.base, reason);
@@ -189,7 +195,7 @@ impl<T: Clone> LgSender<T> {
         self.trim();
     }
 
-    fn forget(&mut self, e: &Entry<T>) {
+    fn forget(&mut self, e: &Entry) {
         if e.on_wire {
             self.buf_bytes -= u64::from(e.bytes);
         }
@@ -209,6 +215,7 @@ impl<T: Clone> LgSender<T> {
     fn trim(&mut self) {
         while let Some(None) = self.buf.front() {
             self.buf.pop_front();
+            self.items.pop_front();
             self.base = self.base.next();
         }
         if self.buf.is_empty() {
@@ -235,9 +242,18 @@ impl<T: Clone> LgSender<T> {
         (off >= 0 && (off as usize) < self.buf.len()).then_some(off as usize)
     }
 
+    /// Takes the entry at `i` out; its copy is dropped now only if dropping it does anything.
+    fn take_at(&mut self, i: usize) -> Option<Entry> {
+        let e = self.buf[i].take()?;
+        if std::mem::needs_drop::<T>() {
+            self.items[i] = None;
+        }
+        Some(e)
+    }
+
     /// Gives up the packet at `i`.
     fn give_up_at(&mut self, i: usize, reason: GiveUpReason) {
-        if let Some(e) = self.buf[i].take() {
+        if let Some(e) = self.take_at(i) {
             self.forget(&e);
             let seq = self.base.plus(i as u16);
             self.give_up_event(seq, reason);
@@ -246,7 +262,7 @@ impl<T: Clone> LgSender<T> {
 
     /// Reports the packet at `i` acknowledged and drops its copy.
     fn ack_at(&mut self, i: usize) {
-        if let Some(e) = self.buf[i].take() {
+        if let Some(e) = self.take_at(i) {
             self.forget(&e);
             self.stats.acked += 1;
             let seq = self.base.plus(i as u16);
@@ -367,7 +383,7 @@ impl<T: Clone> LgSender<T> {
             self.stats.retransmissions += 1;
             let out = Outgoing {
                 seq,
-                item: Some(e.item.clone()),
+                item: self.items[i].clone(),
                 bytes: e.bytes,
                 kind: OutKind::Retransmission { copy },
                 priority: true,
@@ -435,6 +451,7 @@ impl<T: Clone> LgSender<T> {
             self.give_up_at(i, GiveUpReason::LinkChange);
         }
         self.buf.clear();
+        self.items.clear();
         self.queued.clear();
         self.retx.clear();
         self.timers.clear();

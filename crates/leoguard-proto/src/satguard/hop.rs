@@ -132,14 +132,15 @@ enum State {
     Done,
 }
 
-#[derive(Debug)]
-struct Entry<T> {
-    item: Option<T>,
-    bytes: u32,
-    retries: u8,
+/// What the sender knows of one buffered packet besides the packet itself (16 bytes: a HAck reads
+/// and marks these only, and the next entries' states it checks share its cache line).
+#[derive(Clone, Copy, Debug)]
+struct Entry {
     /// When the packet was first sent on this hop.
     first: Instant,
+    bytes: u32,
     beam: u16,
+    retries: u8,
     state: State,
 }
 
@@ -170,7 +171,11 @@ pub struct HopSender<T> {
     cfg: HopConfig,
     next: Seq16,
     /// Entries in HSeq order; `buf[i]` has HSeq `front + i`.
-    buf: VecDeque<Entry<T>>,
+    buf: VecDeque<Entry>,
+    /// The packets of `buf`, index for index: `Some` while pending. Apart from the entries so that a
+    /// HAck, which needs no packet, touches none (a packet type that needs no drop is left in place
+    /// when acknowledged, until its entry leaves the front).
+    items: VecDeque<Option<T>>,
     front: Seq16,
     bytes: u64,
     /// Entries before this HSeq have been checked for gaps.
@@ -193,6 +198,7 @@ impl<T> HopSender<T> {
             cfg,
             next: Seq16(0),
             buf: VecDeque::new(),
+            items: VecDeque::new(),
             front: Seq16(0),
             bytes: 0,
             gap_cursor: Seq16(0),
@@ -247,7 +253,8 @@ impl<T> HopSender<T> {
                 self.gap_cursor = h;
             }
         }
-        self.buf.push_back(Entry { item: Some(item), bytes, retries, first, beam, state: State::Pending });
+        self.buf.push_back(Entry { first, bytes, beam, retries, state: State::Pending });
+        self.items.push_back(Some(item));
         self.bytes += u64::from(bytes);
         let bi = self.beam_index(beam);
         let deadline = now + self.beams[bi].timeout;
@@ -257,12 +264,13 @@ impl<T> HopSender<T> {
             let Some(i) = self.buf.iter().position(|e| e.state == State::Pending) else { break };
             let e = &mut self.buf[i];
             e.state = State::Done;
-            e.item = None;
             self.bytes -= u64::from(e.bytes);
+            self.items[i] = None;
             self.stats.evicted += 1;
         }
         self.stats.max_buffer_bytes = self.stats.max_buffer_bytes.max(self.bytes);
         self.pop_front();
+        self.purge_timers();
         h
     }
 
@@ -272,30 +280,66 @@ impl<T> HopSender<T> {
         self.push(now, now, item, bytes, 0, beam)
     }
 
-    fn entry(&mut self, h: Seq16) -> Option<&mut Entry<T>> {
+    fn index(&self, h: Seq16) -> Option<usize> {
         let d = h.diff(self.front);
-        if d < 0 {
-            return None;
-        }
-        self.buf.get_mut(d as usize)
+        (d >= 0 && (d as usize) < self.buf.len()).then_some(d as usize)
     }
 
-    fn done(&mut self, h: Seq16) -> Option<(T, u8, Instant, u16)> {
-        let e = self.entry(h)?;
+    fn entry(&mut self, h: Seq16) -> Option<&mut Entry> {
+        let i = self.index(h)?;
+        self.buf.get_mut(i)
+    }
+
+    /// Marks pending packet `h` done and releases its bytes; its index, or `None` if it was not
+    /// pending.
+    fn settle(&mut self, h: Seq16) -> Option<usize> {
+        let i = self.index(h)?;
+        let e = &mut self.buf[i];
         if e.state != State::Pending {
             return None;
         }
         e.state = State::Done;
-        let (bytes, retries, first, beam) = (e.bytes, e.retries, e.first, e.beam);
-        let item = e.item.take();
-        self.bytes -= u64::from(bytes);
-        item.map(|i| (i, retries, first, beam))
+        self.bytes -= u64::from(e.bytes);
+        Some(i)
+    }
+
+    /// Takes pending packet `h` out: the packet, its retries, first transmission and beam.
+    fn done(&mut self, h: Seq16) -> Option<(T, u8, Instant, u16)> {
+        let i = self.settle(h)?;
+        let e = self.buf[i];
+        self.items[i].take().map(|item| (item, e.retries, e.first, e.beam))
+    }
+
+    /// Pending packet `h` was acknowledged: true if it was pending.
+    fn acked(&mut self, h: Seq16) -> bool {
+        let Some(i) = self.settle(h) else { return false };
+        if std::mem::needs_drop::<T>() {
+            self.items[i] = None;
+        }
+        true
     }
 
     fn pop_front(&mut self) {
         while self.buf.front().is_some_and(|e| e.state == State::Done) {
             self.buf.pop_front();
+            self.items.pop_front();
             self.front = self.front.next();
+        }
+    }
+
+    /// Drops the deadlines at the front of each beam's queue whose packets are no longer pending
+    /// (acknowledged, retransmitted under a new HSeq, evicted or given up), so that
+    /// [`HopSender::poll_timeout`] names a deadline that can still declare a loss. Expiring such a
+    /// deadline does nothing, and a host that woke for each would wake once per packet sent.
+    fn purge_timers(&mut self) {
+        for bi in 0..self.beams.len() {
+            while let Some(&(_, h)) = self.beams[bi].queue.front() {
+                let pending = self.index(h).is_some_and(|i| self.buf[i].state == State::Pending);
+                if pending {
+                    break;
+                }
+                self.beams[bi].queue.pop_front();
+            }
         }
     }
 
@@ -341,7 +385,7 @@ impl<T> HopSender<T> {
         }
         let mut h = from;
         while !h.after(hack.end) {
-            if self.done(h).is_some() {
+            if self.acked(h) {
                 self.stats.acked += 1;
             }
             h = h.next();
@@ -360,6 +404,7 @@ impl<T> HopSender<T> {
             }
         }
         self.pop_front();
+        self.purge_timers();
     }
 
     /// Fires the beam timers that are due.
@@ -378,9 +423,11 @@ impl<T> HopSender<T> {
             }
         }
         self.pop_front();
+        self.purge_timers();
     }
 
-    /// The earliest timer deadline.
+    /// The earliest loss deadline of a pending packet (a packet acknowledged or resent before its
+    /// deadline leaves none behind at the front of its beam's queue).
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.beams.iter().filter_map(|b| b.queue.front().map(|x| x.0)).min()
     }
@@ -411,6 +458,7 @@ impl<T> HopSender<T> {
             let new = self.push(leaves(bytes), first, item, bytes, retries + 1, beam);
             self.stats.retransmissions += 1;
             self.pop_front();
+            self.purge_timers();
             return Some(Retransmit { item: copy, hseq: new, retries: retries + 1, beam });
         }
         None
@@ -449,8 +497,9 @@ impl<T> HopSender<T> {
     {
         self.buf
             .iter()
-            .filter(|e| e.state == State::Pending && beam.is_none_or(|b| b == e.beam))
-            .filter_map(|e| e.item.clone())
+            .zip(&self.items)
+            .filter(|(e, _)| e.state == State::Pending && beam.is_none_or(|b| b == e.beam))
+            .filter_map(|(_, item)| item.clone())
             .collect()
     }
 }

@@ -145,6 +145,17 @@ fn user_downlinks_use_beam_timers_and_one_to_one_links_use_gaps() {
 }
 
 #[test]
+fn the_node_timer_wakes_for_deadlines_that_can_still_expire_not_once_per_packet() {
+    // Lossless: every packet is acknowledged one hop RTT after it is sent, long before its loss
+    // timer would expire, so the nodes' timers have only handovers and the exit's holds to run for.
+    let r = run(&nyc_lon(Some(SatguardOptions::default()), 0.0)).expect("valid");
+    let st = r.satguard.expect("SATGUARD ran");
+    assert!(st.protected > 100_000, "{st:?}");
+    assert!(st.timer_runs * 20 < st.protected, "{} timer runs for {} packet-hops", st.timer_runs, st.protected);
+    unique(&r);
+}
+
+#[test]
 fn beam_timeouts_follow_the_geometry() {
     let s = nyc_lon(None, 0.0);
     let topo = s.constellation.as_ref().expect("constellation");

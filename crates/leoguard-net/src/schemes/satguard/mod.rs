@@ -29,7 +29,7 @@ pub use migrate::{commit_bytes, encap_bytes, SR_COMMIT, SR_COPY, SR_REDIRECT};
 pub use net::SatguardNet;
 pub use stats::{HopRow, SatguardStats};
 
-use crate::host::{Agent, Ctx};
+use crate::host::{Agent, Ctx, DeadlineTimer};
 use crate::link::LinkId;
 use crate::packet::{Packet, NET_CONTROL, NET_FSEQ, NET_HSEQ, NET_MIGRATED, NET_RETX, NET_SR, NET_UNPARKED, NET_VOID};
 use leoguard_core::RecentKeys;
@@ -217,8 +217,9 @@ pub struct SatguardHook {
     next_plan: usize,
     outgoing: BTreeMap<u32, Outgoing>,
     inboxes: BTreeMap<usize, Inbox>,
-    timer_gen: u64,
-    armed: Option<Instant>,
+    /// The node's one timer, at the earliest deadline of its senders, exit, migrations and drain
+    /// (moved later, it fires early and re-arms itself: a HAck moves it later once per packet).
+    timer: DeadlineTimer,
     hbh_bytes: u32,
     hack_bytes: u32,
     /// Per link of this node: when the last protected packet put on it leaves the interface (its
@@ -292,8 +293,7 @@ impl SatguardHook {
             next_plan: 0,
             outgoing: BTreeMap::new(),
             inboxes: BTreeMap::new(),
-            timer_gen: 0,
-            armed: None,
+            timer: DeadlineTimer::new(0),
             hbh_bytes: hbh_bytes(),
             hack_bytes: hack_bytes(),
             egress_busy: BTreeMap::new(),
@@ -391,13 +391,7 @@ impl SatguardHook {
         for inbox in self.inboxes.values() {
             consider(inbox.deadline);
         }
-        if want != self.armed {
-            self.armed = want;
-            self.timer_gen += 1;
-            if let Some(t) = want {
-                ctx.timer(t, self.timer_gen);
-            }
-        }
+        self.timer.set(want, ctx);
     }
 
     /// Delivers a packet leaving the satellite network here (§3.4): the options header comes off,
@@ -612,10 +606,9 @@ impl Agent for SatguardHook {
     fn on_packet(&mut self, _p: &Packet, _ctx: &mut Ctx) {}
 
     fn on_timer(&mut self, token: u64, ctx: &mut Ctx) {
-        if token != self.timer_gen {
+        if !self.timer.due(token, ctx) {
             return;
         }
-        self.armed = None;
         self.stats.timer_runs += 1;
         let now = ctx.now();
         for (&l, s) in &mut self.senders {
@@ -737,7 +730,7 @@ impl Agent for SatguardHook {
         // Per packet: re-arm only if this link's earliest deadline comes before the armed timer (a new
         // packet's deadline lies behind those of its beam; another beam's may be shorter).
         let due = self.senders.get(&link.0).and_then(HopSender::poll_timeout);
-        if due.is_some_and(|d| self.armed.is_none_or(|a| d < a)) {
+        if due.is_some_and(|d| self.timer.want().is_none_or(|w| d < w)) {
             self.arm(ctx);
         }
         true

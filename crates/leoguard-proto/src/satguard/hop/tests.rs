@@ -328,3 +328,35 @@ fn a_zero_retry_budget_is_refused_with_its_field_named() {
     let e = HopConfig { retry_budget: Some(Duration::ZERO), ..HopConfig::default() }.validate().unwrap_err();
     assert!(e.to_string().contains("retry_budget"), "{e}");
 }
+
+#[test]
+fn a_packet_behind_acknowledged_ones_is_timed_out_at_its_own_deadline() {
+    // The beam's timeout shrinks as the satellite comes closer (§3.3): a later packet's deadline
+    // comes before an earlier one's. Once the earlier one is acknowledged, the later one's deadline
+    // is the one to wake for, and at it the packet is declared lost.
+    let mut s = sender(false);
+    s.set_beam_timeout(1, Duration::from_millis(10));
+    s.on_send(t(0), 0, 100, 1);
+    s.set_beam_timeout(1, Duration::from_millis(5));
+    s.on_send(t(1), 1, 100, 1);
+    assert_eq!(s.poll_timeout(), Some(t(10)));
+    s.on_hack(t(2), &HAck { start: Seq16(0), end: Seq16(0), beam: 1 });
+    assert_eq!(s.poll_timeout(), Some(t(6)), "the acknowledged packet's deadline is no longer wanted");
+    s.handle_timeout(t(6));
+    assert_eq!(s.stats.timer_losses, 1);
+    assert_eq!(s.poll_retransmit(t(6)).map(|r| r.item), Some(1));
+}
+
+#[test]
+fn deadlines_of_acknowledged_packets_are_not_woken_for() {
+    let mut s = sender(false);
+    for i in 0..100 {
+        s.on_send(t(i), i as u32, 100, 0);
+        s.on_hack(t(i), &HAck { start: Seq16(0), end: Seq16(i as u16), beam: 0 });
+        assert_eq!(s.poll_timeout(), None, "every packet sent is acknowledged");
+    }
+    s.on_send(t(100), 100, 100, 0);
+    s.on_send(t(101), 101, 100, 0);
+    s.on_hack(t(102), &HAck { start: Seq16(0), end: Seq16(100), beam: 0 });
+    assert_eq!(s.poll_timeout(), Some(t(111)), "the one pending packet's deadline");
+}
