@@ -269,8 +269,7 @@ impl<T> HopSender<T> {
             self.stats.evicted += 1;
         }
         self.stats.max_buffer_bytes = self.stats.max_buffer_bytes.max(self.bytes);
-        self.pop_front();
-        self.purge_timers();
+        self.tidy();
         h
     }
 
@@ -319,19 +318,17 @@ impl<T> HopSender<T> {
         true
     }
 
-    fn pop_front(&mut self) {
+    /// Ends every change of state: releases the done entries at the front, then drops the deadlines
+    /// at the front of each beam's queue whose packets are no longer pending (acknowledged, resent
+    /// under a new HSeq, evicted or given up), so that [`HopSender::poll_timeout`] names a deadline
+    /// that can still declare a loss. Expiring such a deadline does nothing, and a host that woke
+    /// for each would wake once per packet sent.
+    fn tidy(&mut self) {
         while self.buf.front().is_some_and(|e| e.state == State::Done) {
             self.buf.pop_front();
             self.items.pop_front();
             self.front = self.front.next();
         }
-    }
-
-    /// Drops the deadlines at the front of each beam's queue whose packets are no longer pending
-    /// (acknowledged, retransmitted under a new HSeq, evicted or given up), so that
-    /// [`HopSender::poll_timeout`] names a deadline that can still declare a loss. Expiring such a
-    /// deadline does nothing, and a host that woke for each would wake once per packet sent.
-    fn purge_timers(&mut self) {
         for bi in 0..self.beams.len() {
             while let Some(&(_, h)) = self.beams[bi].queue.front() {
                 let pending = self.index(h).is_some_and(|i| self.buf[i].state == State::Pending);
@@ -403,8 +400,7 @@ impl<T> HopSender<T> {
                 self.gap_cursor = g;
             }
         }
-        self.pop_front();
-        self.purge_timers();
+        self.tidy();
     }
 
     /// Fires the beam timers that are due.
@@ -422,8 +418,7 @@ impl<T> HopSender<T> {
                 }
             }
         }
-        self.pop_front();
-        self.purge_timers();
+        self.tidy();
     }
 
     /// The earliest loss deadline of a pending packet (a packet acknowledged or resent before its
@@ -457,8 +452,6 @@ impl<T> HopSender<T> {
             let bytes = self.entry(h).map_or(0, |e| e.bytes);
             let new = self.push(leaves(bytes), first, item, bytes, retries + 1, beam);
             self.stats.retransmissions += 1;
-            self.pop_front();
-            self.purge_timers();
             return Some(Retransmit { item: copy, hseq: new, retries: retries + 1, beam });
         }
         None
@@ -485,7 +478,7 @@ impl<T> HopSender<T> {
         for b in &mut self.beams {
             b.queue.clear();
         }
-        self.pop_front();
+        self.tidy();
         out
     }
 
