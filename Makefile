@@ -34,8 +34,10 @@ $(SYSDEPS): python/leoguard/sysdeps.py tools/install_sysdeps.py | $(STAMP)
 
 setup: $(STAMP) $(SYSDEPS) ## Install Python dependencies into .venv and Debian packages (Rust crates come with the build)
 
-build: setup ## Build the Rust core (profile dist: release with fat LTO) and install leoguard into .venv
-	$(VENV)/bin/maturin develop --profile dist -q
+# PGO=0 builds the extension without profile-guided optimisation (tools/pgo_build.py).
+PGO ?= 1
+build: setup ## Build the Rust core (profile dist: fat LTO, profile-guided) and install leoguard into .venv
+	$(PY) tools/pgo_build.py $(if $(filter 0,$(PGO)),--no-pgo)
 	cargo build --profile dist -p leoguard-tunnel -p leoguard-transport
 	install -m 755 target/dist/leoguard-tunnel target/dist/leoguard-relay target/dist/leoguard-transport $(VENV)/bin/
 
