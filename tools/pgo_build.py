@@ -10,8 +10,9 @@
 The profile only steers the compiler's layout and inlining: the optimised build computes the same
 results (docs/performance.md, "Kept"). Nothing is redone while the Rust sources, the toolchain and
 these two scripts are unchanged (a stamp in the virtual environment). When `llvm-profdata` cannot be
-had (no network to the Rust toolchain's server, say), the extension is built without a profile, as
-before, and the build says so on stderr; `--no-pgo` (`make build PGO=0`) asks for that build.
+had (no network to the Rust toolchain's server, say) or a step fails (the training run included), the
+extension is built without a profile, as before, and the build says why on stderr; `--no-pgo`
+(`make build PGO=0`) asks for that build.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ PGO = ROOT / "target" / "pgo"
 INPUTS = ("crates", "Cargo.toml", "Cargo.lock", "tools/pgo_build.py", "tools/pgo_train.py")
 
 
+class StepError(Exception):
+    """A step of the profile-guided build failed (the plain build is tried instead)."""
+
+
 def say(msg: str) -> None:
     print(f"pgo_build: {msg}", file=sys.stderr, flush=True)
 
@@ -39,21 +44,22 @@ def run(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> 
     say(" ".join(cmd))
     done = subprocess.run(cmd, env=env, cwd=cwd)
     if done.returncode != 0:
-        raise SystemExit(f"pgo_build: failed (exit {done.returncode}): {' '.join(cmd)}")
+        raise StepError(f"exit {done.returncode} from {' '.join(cmd)}")
 
 
-def inputs_hash(venv: Path) -> str:
-    """sha256 of the Rust sources, the lock file, these scripts, rustc's version and RUSTFLAGS."""
+def inputs_hash(venv: Path, root: Path = ROOT) -> str:
+    """sha256 of the Rust sources, the lock file, these scripts, rustc's version, RUSTFLAGS and the
+    virtual environment's path (build outputs under any `target/` left out)."""
     h = hashlib.sha256()
     files: list[Path] = []
     for name in INPUTS:
-        p = ROOT / name
+        p = root / name
         if p.is_dir():
-            files += [f for f in p.rglob("*") if f.is_file() and "target" not in f.relative_to(ROOT).parts]
+            files += [f for f in p.rglob("*") if f.is_file() and "target" not in f.relative_to(root).parts]
         elif p.is_file():
             files.append(p)
     for f in sorted(files):
-        h.update(str(f.relative_to(ROOT)).encode() + b"\0" + f.read_bytes() + b"\0")
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
     rustc = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout
     h.update(rustc.encode() + os.environ.get("RUSTFLAGS", "").encode() + str(venv.resolve()).encode())
     return h.hexdigest()
@@ -83,7 +89,11 @@ def profdata_tool() -> tuple[Path | None, str]:
 
 
 def plain_build(venv: Path) -> None:
-    run([str(venv / "bin" / "maturin"), "develop", "--profile", "dist", "-q"])
+    cmd = [str(venv / "bin" / "maturin"), "develop", "--profile", "dist", "-q"]
+    say(" ".join(cmd))
+    done = subprocess.run(cmd, cwd=ROOT)
+    if done.returncode != 0:
+        raise SystemExit(f"pgo_build: the build failed (exit {done.returncode}): {' '.join(cmd)}")
 
 
 def pgo_build(venv: Path, tool: Path, digest: str) -> None:
@@ -105,7 +115,7 @@ def pgo_build(venv: Path, tool: Path, digest: str) -> None:
     train = dict(os.environ, PYTHONPATH=str(pkg), OPENBLAS_NUM_THREADS="1")
     run([str(venv / "bin" / "python"), str(ROOT / "tools" / "pgo_train.py")], env=train, cwd=PGO)
     if not any(raw.glob("*.profraw")):
-        raise SystemExit(f"pgo_build: the training run wrote no profile into {raw}")
+        raise StepError(f"the training run wrote no profile into {raw}")
 
     profile = PGO / f"{digest[:16]}.profdata"
     for old in PGO.glob("*.profdata"):
@@ -135,14 +145,18 @@ def main() -> int:
         if old.get("inputs") == digest and old.get("extension") == hashlib.sha256(ext.read_bytes()).hexdigest():
             say("the profile-guided build is up to date")
             return 0
+    stamp.unlink(missing_ok=True)
     tool, why = profdata_tool()
+    if tool is not None:
+        try:
+            pgo_build(args.venv, tool, digest)
+        except StepError as e:
+            tool, why = None, f"a step failed: {e}"
     if tool is None:
-        stamp.unlink(missing_ok=True)
         say(f"WARNING: building WITHOUT profile-guided optimisation: {why}.")
-        say("The engine runs about 10-15 % slower than the figures in docs/performance.md.")
+        say("The engine runs about 10-15 % slower than the figures in docs/performance.md (same results).")
         plain_build(args.venv)
         return 0
-    pgo_build(args.venv, tool, digest)
     stamp.write_text(json.dumps({"inputs": digest, "extension": hashlib.sha256(ext.read_bytes()).hexdigest()}))
     say("built with profile-guided optimisation")
     return 0

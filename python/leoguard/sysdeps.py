@@ -32,13 +32,18 @@ BASE_TOOLS: frozenset[str] = frozenset({"sh", "true", "sleep", "cat", "echo", "a
 ctypes runs to find libraries): on every Debian system,
 never installed by `make setup`."""
 
+RUST_TOOLS: frozenset[str] = frozenset({"cargo", "rustc", "rustup"})
+"""The Rust toolchain (rustup's), which the build needs before anything else (the Makefile stops with
+"install Rust (rustup) first" without cargo); tools/pgo_build.py runs them. Not a Debian package."""
+
 EXTRA_DIRS: tuple[str, ...] = ("/usr/lib/chromium", "/usr/sbin", "/sbin")
 """Searched before PATH: Debian's real chromium binary (not the /usr/bin shell wrapper), nginx, ip."""
 
 
 def covered(program: str) -> bool:
-    """Whether `make setup` and `make build` provide `program`: listed here, essential, or leoguard's own."""
-    return program in DEBIAN_TOOLS or program in BASE_TOOLS or program.startswith("leoguard-")
+    """Whether `make setup` and `make build` provide `program`: listed here, essential, the Rust
+    toolchain the build starts from, or leoguard's own."""
+    return program in DEBIAN_TOOLS or program in BASE_TOOLS or program in RUST_TOOLS or program.startswith("leoguard-")
 
 
 def find(tool: str) -> str | None:
