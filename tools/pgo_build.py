@@ -67,12 +67,14 @@ def inputs_hash(venv: Path, root: Path = ROOT) -> str:
 
 def profdata_tool() -> tuple[Path | None, str]:
     """The toolchain's llvm-profdata (the same LLVM as rustc), installing `llvm-tools` if needed."""
-    sysroot = subprocess.run(["rustc", "--print", "sysroot"], capture_output=True, text=True, check=True).stdout
-    host = next(
-        line.split(":", 1)[1].strip()
-        for line in subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout.splitlines()
-        if line.startswith("host:")
-    )
+    try:
+        sysroot = subprocess.run(["rustc", "--print", "sysroot"], capture_output=True, text=True, check=True).stdout
+        version = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        return None, f"rustc did not say where its toolchain is ({e})"
+    host = next((line.split(":", 1)[1].strip() for line in version.splitlines() if line.startswith("host:")), None)
+    if host is None:
+        return None, "`rustc -vV` names no host"
     tool = Path(sysroot.strip()) / "lib" / "rustlib" / host / "bin" / "llvm-profdata"
     if tool.is_file():
         return tool, ""
