@@ -559,7 +559,7 @@ impl Running {
         } else if self.s.tambur.is_some() {
             let mut total = crate::schemes::tambur::TamburStats::default();
             for &h in &self.hooks {
-                total += agent::<crate::schemes::tambur::TamburHook>(&self.sim, h).stats;
+                total += agent::<crate::schemes::tambur::TamburHook>(&self.sim, h).totals(self.sim.net.now);
             }
             r.tambur = Some(total);
         } else if self.s.linkguardian.is_some() {

@@ -71,6 +71,20 @@ pub fn cauchy(parity: u64, data: u64) -> u16 {
     inv(x ^ y)
 }
 
+/// dst ^= c · src over field elements (slices of equal length).
+pub fn addmul(dst: &mut [u16], c: u16, src: &[u16]) {
+    if c == 0 {
+        return;
+    }
+    let t = tables();
+    let lc = t.log[c as usize] as usize;
+    for (d, &s) in dst.iter_mut().zip(src) {
+        if s != 0 {
+            *d ^= t.exp[lc + t.log[s as usize] as usize];
+        }
+    }
+}
+
 /// dst ^= c · src over two-byte little-endian words (both of even, equal length).
 pub fn axpy(dst: &mut [u8], c: u16, src: &[u8]) {
     if c == 0 {

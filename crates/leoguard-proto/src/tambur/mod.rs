@@ -23,7 +23,7 @@
 pub mod gf;
 
 use leoguard_core::{Duration, Instant};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Most data (or parity) symbols one decoding window may hold: the Cauchy points wrap after 2^15.
 pub const MAX_WINDOW_SYMBOLS: u64 = gf::HALF;
@@ -119,21 +119,44 @@ impl FrameLayout {
     pub fn data(&self) -> std::ops::Range<u64> {
         self.first..self.first + u64::from(self.n)
     }
+
+    /// The symbol numbers its `U` and `V` parts name: its data, or more where a corrupt header claims
+    /// more `U` symbols than the frame has.
+    pub fn span(&self) -> std::ops::Range<u64> {
+        self.first..self.first + u64::from(self.n.max(self.n_u))
+    }
 }
 
 /// The data symbols the parity of frame `f` combines, given the layouts of frames `f-tau..=f`
 /// (`get(g)`); None if one of those layouts is unknown.
 pub fn covered(tau: u32, f: u64, get: impl Fn(u64) -> Option<FrameLayout>) -> Option<Vec<u64>> {
     let mut out = Vec::new();
+    covered_ranges(tau, f, get, |r| out.extend(r)).then_some(out)
+}
+
+/// What [`covered`] lists, as ranges of symbol numbers handed to `each` in number order; false, with
+/// nothing handed on, if one of the layouts is unknown.
+pub fn covered_ranges(
+    tau: u32,
+    f: u64,
+    get: impl Fn(u64) -> Option<FrameLayout>,
+    mut each: impl FnMut(std::ops::Range<u64>),
+) -> bool {
     let lo = f.saturating_sub(u64::from(tau));
-    for g in lo..=f {
-        let l = get(g)?;
-        if g == f || (g == lo && f >= u64::from(tau)) {
-            out.extend(l.u());
-        }
-        out.extend(l.v());
+    if (lo..=f).any(|g| get(g).is_none()) {
+        return false;
     }
-    Some(out)
+    for g in lo..=f {
+        let Some(l) = get(g) else { return false };
+        if g == f || (g == lo && f >= u64::from(tau)) {
+            each(l.u());
+        }
+        // A corrupt header can claim more `U` symbols than the frame has: then `V` is empty.
+        if l.n_u < l.n {
+            each(l.v());
+        }
+    }
+    true
 }
 
 /// The sender's side of the numbering: hands out symbol numbers frame by frame and remembers the
@@ -156,6 +179,13 @@ impl StreamLayout {
     /// Lays out the next frame with `n` data and `n_parity` parity symbols; returns it and the data
     /// symbols its parity covers.
     pub fn next(&mut self, n: u32, n_parity: u32) -> (FrameLayout, Vec<u64>) {
+        let l = self.next_layout(n, n_parity);
+        let cov = covered(self.cfg.tau, l.frame, |g| self.get(g)).unwrap_or_default();
+        (l, cov)
+    }
+
+    /// [`StreamLayout::next`] without listing what the parity covers (see [`StreamLayout::covered`]).
+    pub fn next_layout(&mut self, n: u32, n_parity: u32) -> FrameLayout {
         let l = FrameLayout {
             frame: self.next_frame,
             first: self.next_data,
@@ -171,8 +201,25 @@ impl StreamLayout {
         while self.window.len() > self.cfg.tau as usize + 1 {
             self.window.pop_front();
         }
-        let cov = covered(self.cfg.tau, l.frame, |g| self.get(g)).unwrap_or_default();
-        (l, cov)
+        l
+    }
+
+    /// The data symbols the parity of `frame` (still in the window) covers; empty if it is not.
+    pub fn covered(&self, frame: u64) -> Vec<u64> {
+        covered(self.cfg.tau, frame, |g| self.get(g)).unwrap_or_default()
+    }
+
+    /// Lays out `k` frames without data or parity: the state `k` calls of `next_layout(0, 0)` leave,
+    /// in at most `tau + 1` of them (an idle stream's frames, caught up at once).
+    pub fn skip_empty(&mut self, k: u64) {
+        let direct = k.saturating_sub(u64::from(self.cfg.tau) + 1);
+        if direct > 0 {
+            self.window.clear();
+            self.next_frame += direct;
+        }
+        for _ in direct..k {
+            self.next_layout(0, 0);
+        }
     }
 
     /// The layout of a frame still in the window.
@@ -241,6 +288,9 @@ pub struct Decoder {
     layouts: BTreeMap<u64, FrameLayout>,
     /// Known data symbols (received or recovered), with payload in payload mode.
     known: BTreeMap<u64, Option<Vec<u8>>>,
+    /// The symbols the known layouts name (`FrameLayout::span`) that are not known: what a solve's columns are drawn
+    /// from, kept as symbols come and go (a solve looks up the few it needs, not every covered one).
+    missing: BTreeSet<u64>,
     /// Parity symbols per frame.
     parity: BTreeMap<u64, Vec<ParitySymbol>>,
     /// Symbols recovered so far.
@@ -257,6 +307,7 @@ impl Decoder {
             symbol_len: symbol_len.map(|s| s.div_ceil(2) * 2),
             layouts: BTreeMap::new(),
             known: BTreeMap::new(),
+            missing: BTreeSet::new(),
             parity: BTreeMap::new(),
             recovered_total: 0,
             capped_solves: 0,
@@ -265,7 +316,19 @@ impl Decoder {
 
     /// Learns a frame's layout (from any packet header that lists it).
     pub fn add_layout(&mut self, l: FrameLayout) {
-        self.layouts.insert(l.frame, l);
+        match self.layouts.insert(l.frame, l) {
+            Some(old) if old == l => {}
+            None => {
+                let known = &self.known;
+                self.missing.extend(l.span().filter(|d| !known.contains_key(d)));
+            }
+            // A frame's layout changed (a corrupt header): work the missing symbols out anew.
+            Some(_) => {
+                let known = &self.known;
+                self.missing =
+                    self.layouts.values().flat_map(|l| l.span()).filter(|d| !known.contains_key(d)).collect();
+            }
+        }
     }
 
     /// A data symbol arrived.
@@ -276,6 +339,7 @@ impl Decoder {
             v
         });
         self.known.entry(id).or_insert(p);
+        self.missing.remove(&id);
     }
 
     /// A parity symbol of frame `frame` arrived.
@@ -313,8 +377,18 @@ impl Decoder {
         self.layouts = self.layouts.split_off(&keep);
         self.parity = self.parity.split_off(&keep);
         let first = self.layouts.values().next().map(|l| l.first);
-        if let Some(first) = first {
-            self.known = self.known.split_off(&first);
+        let Some(first) = first else {
+            self.missing.clear();
+            return;
+        };
+        self.known = self.known.split_off(&first);
+        // Only the kept layouts' symbols can be missing. A stream's frames number their symbols in
+        // order, so those all lie from `first` on; a kept layout below it (a corrupt header) has just
+        // lost its known symbols below `first`, which are missing again.
+        let low = self.layouts.values().map(|l| l.first).min().unwrap_or(first);
+        self.missing = self.missing.split_off(&low);
+        for l in self.layouts.values().filter(|l| l.first < first) {
+            self.missing.extend(l.first..l.span().end.min(first));
         }
     }
 
@@ -329,8 +403,11 @@ impl Decoder {
         let mut rows: Vec<(u64, Vec<u64>, Option<Vec<u8>>)> = Vec::new();
         // Newest frames first; a system beyond MAX_UNKNOWNS columns leaves the older frames out.
         for (&f, ps) in self.parity.iter().rev() {
-            let Some(cov) = covered(self.tau, f, |g| self.layouts.get(&g).copied()) else { continue };
-            let unknown: Vec<u64> = cov.iter().copied().filter(|d| !self.known.contains_key(d)).collect();
+            let mut unknown: Vec<u64> = Vec::new();
+            let (missing, layouts) = (&self.missing, &self.layouts);
+            if !covered_ranges(self.tau, f, |g| layouts.get(&g).copied(), |r| unknown.extend(missing.range(r))) {
+                continue;
+            }
             if unknown.is_empty() {
                 continue;
             }
@@ -343,6 +420,12 @@ impl Decoder {
                 let n = cols.len();
                 cols.entry(*u).or_insert(n);
             }
+            // Payload mode: the right-hand sides take the known symbols out.
+            let cov = if self.symbol_len.is_some() {
+                covered(self.tau, f, |g| self.layouts.get(&g).copied()).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
             // Rows of one frame share their columns and any `unknown.len()` of them are independent
             // (Cauchy): more add no rank, only work (a slot of a fast TCP flow has thousands).
             for (pid, pay) in ps.iter().take(unknown.len()) {
@@ -383,7 +466,10 @@ impl Decoder {
             m.swap(r, p);
             rhs.swap(r, p);
             let s = gf::inv(m[r][c]);
-            for x in m[r].iter_mut() {
+            // The pivot row is zero left of `c` (those columns are eliminated, or zero in every row
+            // left), and beyond its last non-zero entry: the row operations skip both stretches.
+            let hi = m[r].iter().rposition(|&x| x != 0).map_or(c, |j| j + 1);
+            for x in m[r][c..hi].iter_mut() {
                 *x = gf::mul(*x, s);
             }
             if let Some(v) = rhs[r].as_mut() {
@@ -399,9 +485,7 @@ impl Decoder {
                         let (a, b) = m.split_at_mut(i);
                         (&a[r], &mut b[0])
                     };
-                    for (d, s) in dst.iter_mut().zip(src.iter()) {
-                        *d ^= gf::mul(f, *s);
-                    }
+                    gf::addmul(&mut dst[c..hi], f, &src[c..hi]);
                     if rhs[r].is_some() {
                         let src = rhs[r].clone().unwrap_or_default();
                         if let Some(v) = rhs[i].as_mut() {
@@ -422,6 +506,7 @@ impl Decoder {
             if m[row].iter().enumerate().all(|(j, &x)| j == c || x == 0) {
                 let id = ids[c];
                 self.known.insert(id, rhs[row].take());
+                self.missing.remove(&id);
                 out.push(id);
             }
         }

@@ -156,6 +156,98 @@ fn coefficient_only_decoding_agrees_with_payload_decoding() {
     assert!(recovered > 100 && unrecovered > 100, "recovered {recovered}, unrecovered {unrecovered}");
 }
 
+/// The decoder's `missing` set is what a solve draws its unknowns from: within the layouts it holds,
+/// a symbol is missing exactly when it is not known.
+fn assert_missing_consistent(dec: &Decoder, when: &str) {
+    for l in dec.layouts.values() {
+        for d in l.span() {
+            assert_eq!(dec.missing.contains(&d), !dec.known.contains_key(&d), "symbol {d} {when}");
+        }
+    }
+    assert!(dec.missing.iter().all(|d| !dec.known.contains_key(d)), "a known symbol is missing {when}");
+}
+
+#[test]
+fn missing_symbols_follow_arrivals_layouts_recoveries_and_expiry() {
+    let mut rng = stream(11, "tambur-missing");
+    let (data, layouts, parity) = encode_stream(40, 7, 3, 11);
+    for payload in [false, true] {
+        let mut dec = Decoder::new(3, payload.then_some(LEN));
+        for l in &layouts {
+            // Data before its layout (the simulator learns a slot's layout only once it closed), some
+            // lost, then the layout, the parity, a solve and the window's expiry.
+            for d in l.data().filter(|_| !rng.bernoulli(0.2)) {
+                dec.add_data(d, payload.then(|| data[&d].as_slice()));
+            }
+            dec.add_layout(*l);
+            dec.add_layout(*l);
+            assert_missing_consistent(&dec, &format!("after frame {}'s layout", l.frame));
+            for (pid, p) in parity[l.frame as usize].iter().filter(|_| !rng.bernoulli(0.2)) {
+                dec.add_parity(l.frame, *pid, payload.then_some(p.as_slice()));
+            }
+            for d in dec.solve() {
+                assert_eq!(dec.payload(d), payload.then(|| data[&d].as_slice()));
+            }
+            assert_missing_consistent(&dec, &format!("after frame {}'s solve", l.frame));
+            dec.expire(l.frame);
+            assert_missing_consistent(&dec, &format!("after expiring at frame {}", l.frame));
+            // A late layout of a frame already expired comes back, and goes again.
+            if l.frame == 20 {
+                dec.add_layout(layouts[10]);
+                assert_missing_consistent(&dec, "after a late layout");
+                dec.expire(l.frame);
+                assert_missing_consistent(&dec, "after expiring a late layout");
+            }
+        }
+        assert!(dec.recovered_total > 0, "the losses exercise recovery");
+        // A corrupt header gives a kept frame another layout, reaching far below the window's first
+        // symbol (to symbols long expired); they arrive, and the window moves on while it is kept.
+        let newest = *dec.layouts.keys().next_back().unwrap();
+        let mut bad = dec.layouts[&newest];
+        bad.first -= 200;
+        bad.n += 200;
+        dec.add_layout(bad);
+        assert_missing_consistent(&dec, "after a changed layout");
+        for d in bad.data() {
+            dec.add_data(d, payload.then(|| data[&d].as_slice()));
+        }
+        assert_missing_consistent(&dec, "after the changed layout's symbols");
+        dec.expire(newest + 2);
+        assert!(dec.layouts.contains_key(&newest) && !dec.missing.is_empty());
+        assert_missing_consistent(&dec, "after expiring with a changed layout");
+    }
+}
+
+#[test]
+fn a_layout_claiming_more_u_symbols_than_it_has_is_read_without_a_panic() {
+    let get = |g: u64| Some(FrameLayout { frame: g, first: 10 * g, n: 4, n_u: 9, ..Default::default() });
+    let mut dec = Decoder::new(3, None);
+    for g in 0..5 {
+        dec.add_layout(get(g).unwrap());
+        dec.add_parity(g, g, None);
+    }
+    // U of frames 1 and 4 as the header names it (nine symbols each), no V.
+    let want: Vec<u64> = (10..19).chain(40..49).collect();
+    assert_eq!(covered(3, 4, get), Some(want));
+    assert!(dec.solve().is_empty());
+}
+
+#[test]
+fn skipping_empty_frames_leaves_what_laying_them_out_does() {
+    for k in 0..12 {
+        let mut a = StreamLayout::new(TamburConfig::default());
+        a.next(6, 3);
+        a.next(5, 0);
+        let mut b = a.clone();
+        for _ in 0..k {
+            a.next_layout(0, 0);
+        }
+        b.skip_empty(k);
+        assert_eq!(a.window().copied().collect::<Vec<_>>(), b.window().copied().collect::<Vec<_>>(), "k = {k}");
+        assert_eq!(a.next(4, 2), b.next(4, 2), "k = {k}");
+    }
+}
+
 #[test]
 fn policy_sends_half_parity_for_two_seconds_after_a_loss_report() {
     let mut p = RedundancyPolicy::new(TamburConfig::default());

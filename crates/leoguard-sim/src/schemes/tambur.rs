@@ -108,6 +108,8 @@ struct TxFlow {
     policy: RedundancyPolicy,
     next_id: u64,
     in_slot: Vec<u32>,
+    /// Idle: its slots stopped being closed one timer at a time (see [`TamburHook::close_slot`]).
+    dormant: bool,
 }
 
 #[derive(Debug)]
@@ -141,14 +143,55 @@ pub struct TamburHook {
     table: SharedSlots,
     tx: Vec<TxFlow>,
     rx: Vec<RxFlow>,
-    /// Counters.
+    /// `tx` and `rx` by flow id and by protected-flow index (a web server's node has thousands).
+    tx_of_flow: Vec<u32>,
+    rx_of_flow: Vec<u32>,
+    tx_of_index: Vec<u32>,
+    rx_of_index: Vec<u32>,
+    /// Counters (the slots of dormant flows are added by [`TamburHook::totals`]).
     pub stats: TamburStats,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests only: whether flows may fall dormant on this thread, and how many wakes there were.
+    static DORMANCY: std::cell::Cell<(bool, u64)> = const { std::cell::Cell::new((true, 0)) };
+}
+
+#[cfg(test)]
+fn may_sleep() -> bool {
+    DORMANCY.get().0
+}
+
+#[cfg(not(test))]
+fn may_sleep() -> bool {
+    true
+}
+
+/// Entry `key` of an index built by [`index_by`], if any.
+fn lookup(index: &[u32], key: u32) -> Option<usize> {
+    index.get(key as usize).filter(|&&i| i != u32::MAX).map(|&i| i as usize)
+}
+
+/// Position of the first item with each key.
+fn index_by<T>(items: &[T], key: impl Fn(&T) -> u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for (i, it) in items.iter().enumerate() {
+        let k = key(it) as usize;
+        if out.len() <= k {
+            out.resize(k + 1, u32::MAX);
+        }
+        if out[k] == u32::MAX {
+            out[k] = i as u32;
+        }
+    }
+    out
 }
 
 impl TamburHook {
     /// The hook of `node` for the protected flows `flows`.
     pub fn new(opts: TamburOptions, node: u32, flows: &[Protected], table: SharedSlots) -> Self {
-        let tx = (flows.iter().filter(|f| f.2 == node))
+        let tx: Vec<TxFlow> = (flows.iter().filter(|f| f.2 == node))
             .map(|&(flow, index, _, dst)| TxFlow {
                 flow,
                 index,
@@ -159,9 +202,10 @@ impl TamburHook {
                 policy: RedundancyPolicy::new(opts.code),
                 next_id: 0,
                 in_slot: Vec::new(),
+                dormant: false,
             })
             .collect();
-        let rx = (flows.iter().filter(|f| f.3 == node))
+        let rx: Vec<RxFlow> = (flows.iter().filter(|f| f.3 == node))
             .map(|&(flow, index, src, _)| RxFlow {
                 flow,
                 index,
@@ -173,35 +217,66 @@ impl TamburHook {
                 solve_pending: false,
             })
             .collect();
-        TamburHook { opts, node, table, tx, rx, stats: TamburStats::default() }
+        let tx_of_flow = index_by(&tx, |t| t.flow);
+        let rx_of_flow = index_by(&rx, |r| r.flow);
+        let tx_of_index = index_by(&tx, |t| t.index);
+        let rx_of_index = index_by(&rx, |r| r.index);
+        TamburHook {
+            opts,
+            node,
+            table,
+            tx,
+            rx,
+            tx_of_flow,
+            rx_of_flow,
+            tx_of_index,
+            rx_of_index,
+            stats: TamburStats::default(),
+        }
+    }
+
+    /// The counters, with the slots the dormant flows have let pass by `now` (the time the run has
+    /// reached) counted as closed, as their timers would have closed them.
+    pub fn totals(&self, now: Instant) -> TamburStats {
+        let mut s = self.stats;
+        for t in self.tx.iter().filter(|t| t.dormant) {
+            s.slots += self.slot_ends(t, now) - t.slot;
+        }
+        s
+    }
+
+    /// How many of flow `t`'s slots end at or before `now`.
+    fn slot_ends(&self, t: &TxFlow, now: Instant) -> u64 {
+        t.origin.map_or(0, |o| now.saturating_duration_since(o).as_nanos() / self.opts.slot.as_nanos())
     }
 
     /// Closes slot `t.slot` of sender flow `i`: lays it out and sends its parity.
+    ///
+    /// A flow falls dormant when a slot closes empty and nothing it sent is left in the window (every
+    /// layout kept is empty, so no packet or parity of it can be looked up any more): its next empty
+    /// slots change nothing but the frame numbers, so no timer closes them one by one (an idle web
+    /// connection would tick 30 times a second to the end of the run). Its next departure closes
+    /// them at once ([`TamburHook::wake`]) and the timers resume.
     fn close_slot(&mut self, i: usize, ctx: &mut Ctx) {
         let now = ctx.now();
         let t = &mut self.tx[i];
         let n = t.in_slot.len() as u32;
-        let (l, cov) = t.layout.next(n, t.policy.parity_count(now, n));
+        let l = t.layout.next_layout(n, t.policy.parity_count(now, n));
         debug_assert_eq!(l.first + u64::from(n), t.next_id);
         let mut tab = lock(&self.table);
         let ft = tab.flows.entry(t.flow).or_default();
-        ft.layouts.insert(l.frame, l);
-        if l.n_parity > 0 {
-            ft.parity.insert(l.parity_first, l.frame);
-        }
-        let longest = cov.iter().filter_map(|d| ft.packets.get(d)).map(|p| p.size).max().unwrap_or(0);
-        // Keep what a window of 2·tau + 1 slots can still need.
-        let keep = l.frame.saturating_sub(2 * u64::from(self.opts.code.tau) + 1);
-        ft.layouts = ft.layouts.split_off(&keep);
-        if let Some(first) = ft.layouts.values().next().map(|x| x.first) {
-            let kept = ft.packets.split_off(&first);
-            let gone = std::mem::replace(&mut ft.packets, kept);
-            for p in gone.values() {
-                ft.ids.remove(&(p.seq, p.sent_at.as_nanos()));
-            }
-            let pf = ft.layouts.values().next().map_or(0, |x| x.parity_first);
-            ft.parity = ft.parity.split_off(&pf);
-        }
+        let longest = if l.n_parity > 0 {
+            let cov = t.layout.covered(l.frame);
+            cov.iter().filter_map(|d| ft.packets.get(d)).map(|p| p.size).max().unwrap_or(0)
+        } else {
+            0
+        };
+        keep_window(ft, l, self.opts.code.tau);
+        let quiet = n == 0
+            && may_sleep()
+            && ft.packets.is_empty()
+            && ft.parity.is_empty()
+            && ft.layouts.values().all(|x| x.n == 0);
         drop(tab);
         for k in 0..u64::from(l.n_parity) {
             let p = Packet {
@@ -220,6 +295,35 @@ impl TamburHook {
         self.stats.slots += 1;
         t.in_slot.clear();
         t.slot += 1;
+        if quiet {
+            t.dormant = true;
+        } else if let Some(o) = t.origin {
+            ctx.timer(o + Duration::from_nanos(self.opts.slot.as_nanos() * (t.slot + 1)), i as u64);
+        }
+    }
+
+    /// A dormant flow sends again at `now`: the empty slots that ended meanwhile (at `now` too: as if
+    /// their timer had fired first) are closed at once, leaving the layouts and the table as one
+    /// close per slot would, and the slot timer runs again.
+    fn wake(&mut self, i: usize, now: Instant, ctx: &mut Ctx) {
+        let ends = self.slot_ends(&self.tx[i], now);
+        #[cfg(test)]
+        DORMANCY.set((DORMANCY.get().0, DORMANCY.get().1 + 1));
+        let t = &mut self.tx[i];
+        t.dormant = false;
+        let m = ends - t.slot;
+        // Only the last 2·tau + 2 of them can leave a layout in the table.
+        let tail = m.min(2 * u64::from(self.opts.code.tau) + 2);
+        t.layout.skip_empty(m - tail);
+        let mut tab = lock(&self.table);
+        let ft = tab.flows.entry(t.flow).or_default();
+        for _ in 0..tail {
+            let l = t.layout.next_layout(0, 0);
+            keep_window(ft, l, self.opts.code.tau);
+        }
+        drop(tab);
+        self.stats.slots += m;
+        t.slot += m;
         if let Some(o) = t.origin {
             ctx.timer(o + Duration::from_nanos(self.opts.slot.as_nanos() * (t.slot + 1)), i as u64);
         }
@@ -304,6 +408,31 @@ impl TamburHook {
     }
 }
 
+/// Enters frame `l` in a flow's table and forgets what a window of `2·tau + 1` frames no longer
+/// needs: older layouts, their packets (and ids) and their parity.
+fn keep_window(ft: &mut FlowTable, l: FrameLayout, tau: u32) {
+    ft.layouts.insert(l.frame, l);
+    if l.n_parity > 0 {
+        ft.parity.insert(l.parity_first, l.frame);
+    }
+    let keep = l.frame.saturating_sub(2 * u64::from(tau) + 1);
+    while ft.layouts.first_key_value().is_some_and(|(&f, _)| f < keep) {
+        ft.layouts.pop_first();
+    }
+    if let Some(&FrameLayout { first, parity_first, .. }) = ft.layouts.values().next() {
+        while let Some(e) = ft.packets.first_entry() {
+            if *e.key() >= first {
+                break;
+            }
+            let p = e.remove();
+            ft.ids.remove(&(p.seq, p.sent_at.as_nanos()));
+        }
+        while ft.parity.first_key_value().is_some_and(|(&k, _)| k < parity_first) {
+            ft.parity.pop_first();
+        }
+    }
+}
+
 impl Agent for TamburHook {
     fn as_any(&self) -> &dyn std::any::Any {
         self
@@ -331,14 +460,16 @@ impl Agent for TamburHook {
         if p.flags & FLAG_DATA == 0 {
             return true;
         }
-        let Some(i) = self.tx.iter().position(|t| t.flow == p.flow && t.dst == p.dst) else { return true };
+        let Some(i) = lookup(&self.tx_of_flow, p.flow).filter(|&i| self.tx[i].dst == p.dst) else { return true };
         let now = ctx.now();
         let slot = self.opts.slot;
-        let t = &mut self.tx[i];
-        if t.origin.is_none() {
-            t.origin = Some(now);
+        if self.tx[i].origin.is_none() {
+            self.tx[i].origin = Some(now);
             ctx.timer(now + slot, i as u64);
+        } else if self.tx[i].dormant {
+            self.wake(i, now, ctx);
         }
+        let t = &mut self.tx[i];
         let id = t.next_id;
         t.next_id += 1;
         t.in_slot.push(p.size);
@@ -356,21 +487,21 @@ impl Agent for TamburHook {
         }
         if p.flow >= FEEDBACK_FLOW_BASE {
             let idx = p.flow - FEEDBACK_FLOW_BASE;
-            if let Some(t) = self.tx.iter_mut().find(|t| t.index == idx) {
-                t.policy.on_feedback(ctx.now(), p.seq > 0);
+            if let Some(i) = lookup(&self.tx_of_index, idx) {
+                self.tx[i].policy.on_feedback(ctx.now(), p.seq > 0);
             }
             return false;
         }
         if p.flow >= PARITY_FLOW_BASE {
             let idx = p.flow - PARITY_FLOW_BASE;
-            if let Some(i) = self.rx.iter().position(|r| r.index == idx) {
+            if let Some(i) = lookup(&self.rx_of_index, idx) {
                 let q = *p;
                 self.on_parity_arrive(i, &q, ctx);
             }
             return false;
         }
         if p.flags & FLAG_DATA != 0 {
-            if let Some(i) = self.rx.iter().position(|r| r.flow == p.flow) {
+            if let Some(i) = lookup(&self.rx_of_flow, p.flow) {
                 let q = *p;
                 self.on_data_arrive(i, &q, ctx);
             }

@@ -65,28 +65,54 @@ fn tambur_runs_alone_and_names_bad_fields() {
     assert!(matches!(run(&s).unwrap_err(), ScenarioError::Invalid { field, .. } if field == "tambur.tau"));
 }
 
+/// The same lossy link carrying a browser (node 1) loading 8 corpus pages from node 0 over HTTP/2:
+/// the responses flow 0 -> 1 through the 2 % loss.
+fn web_run(tambur: Option<TamburOptions>) -> crate::scenario::RunResult {
+    let mut s = lossy(tambur);
+    s.flows = vec![FlowSpec {
+        src: 1,
+        dst: 0,
+        kind: FlowKind::Web {
+            cc: "cubic".into(),
+            http: crate::web::Http::Http2,
+            corpus_seed: 1,
+            pages: (0..8).collect(),
+            think: Duration::from_millis(200),
+        },
+        start: Instant::ZERO,
+        tc: 0,
+    }];
+    s.duration = Duration::from_secs(30);
+    run(&s).unwrap()
+}
+
+#[test]
+fn dormant_idle_flows_give_the_results_of_closing_every_slot() {
+    // Idle web connections fall dormant and wake (between pages, and at the next page on a reused
+    // connection); the run must be the one where a timer closes every empty slot.
+    let with = |allowed: bool| {
+        DORMANCY.set((allowed, 0));
+        let r = web_run(Some(TamburOptions::default()));
+        (r, DORMANCY.get().1)
+    };
+    let (every, wakes_off) = with(false);
+    let (lazy, wakes) = with(true);
+    DORMANCY.set((true, 0));
+    assert_eq!(wakes_off, 0);
+    assert!(wakes > 0, "no flow woke from dormancy: the test does not exercise it");
+    let (a, b) = (every.tambur.unwrap(), lazy.tambur.unwrap());
+    assert_eq!(a, b, "the counters, slots included");
+    assert!(a.parity_packets > 0 && a.recovered > 0, "{a:?}");
+    assert_eq!(format!("{:?}", every.flows), format!("{:?}", lazy.flows));
+    assert_eq!(format!("{:?}", every.web), format!("{:?}", lazy.web));
+    let links = |r: &crate::scenario::RunResult| format!("{:?}", r.links.iter().map(|l| l.stats).collect::<Vec<_>>());
+    assert_eq!(links(&every), links(&lazy));
+    assert_eq!(every.packet_hops, lazy.packet_hops);
+}
+
 #[test]
 fn slot_fec_protects_the_responses_of_web_connections() {
-    // The same lossy link carrying a browser (node 1) loading 8 corpus pages from node 0 over
-    // HTTP/2: the responses flow 0 -> 1 through the 2 % loss.
-    let web = |tambur| {
-        let mut s = lossy(tambur);
-        s.flows = vec![FlowSpec {
-            src: 1,
-            dst: 0,
-            kind: FlowKind::Web {
-                cc: "cubic".into(),
-                http: crate::web::Http::Http2,
-                corpus_seed: 1,
-                pages: (0..8).collect(),
-                think: Duration::from_millis(200),
-            },
-            start: Instant::ZERO,
-            tc: 0,
-        }];
-        s.duration = Duration::from_secs(30);
-        run(&s).unwrap()
-    };
+    let web = web_run;
     let (plain, coded) = (web(None), web(Some(TamburOptions::default())));
     let st = coded.tambur.unwrap();
     assert!(st.data_packets > 500 && st.parity_packets > 0, "{st:?}");
