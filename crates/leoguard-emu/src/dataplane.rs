@@ -278,7 +278,7 @@ impl DataPlane {
                 let mut t = first;
                 loop {
                     let mut out = Vec::new();
-                    let next = d.step(t, &mut out);
+                    let next = d.step_all(t, &mut out);
                     if tx.send((t.as_nanos(), out, d.error())).is_err() {
                         return;
                     }

@@ -79,6 +79,10 @@ pub struct Sim {
     controls: Vec<Vec<Control>>,
     driver: Option<Box<dyn Driver>>,
     driver_out: Vec<Control>,
+    /// The driver's lazy destinations ([`Driver::lazy_dests`]), and per node whether its routes are
+    /// older than the driver's latest step (empty without lazy destinations).
+    lazy_dests: Vec<u32>,
+    route_stale: Vec<bool>,
     /// The driver's first step is due when the run starts (before any agent sends).
     drive_at_start: bool,
     /// The packet capture tap, if any (boxed: the common case pays one pointer test per packet).
@@ -121,6 +125,25 @@ impl leoguard_net::NetBuilder for Sim {
 
     fn set_driver(&mut self, driver: Box<dyn Driver>, first: Instant) {
         Sim::set_driver(self, driver, first);
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests only: whether drivers route every destination at every step (none lazily), and how
+    /// many lazy refreshes ran on this thread.
+    pub(crate) static EAGER_ROUTES: std::cell::Cell<(bool, u64)> = const { std::cell::Cell::new((false, 0)) };
+}
+
+/// Tests only: a driver whose lazy destinations are routed at every step.
+#[cfg(test)]
+#[derive(Debug)]
+struct Eager(Box<dyn Driver>);
+
+#[cfg(test)]
+impl Driver for Eager {
+    fn step(&mut self, now: Instant, out: &mut Vec<Control>) -> Option<Instant> {
+        self.0.step_all(now, out)
     }
 }
 
@@ -235,6 +258,10 @@ impl Sim {
 
     /// Installs the topology driver, first run at `first`.
     pub fn set_driver(&mut self, driver: Box<dyn Driver>, first: Instant) {
+        #[cfg(test)]
+        let driver: Box<dyn Driver> = if EAGER_ROUTES.get().0 { Box::new(Eager(driver)) } else { driver };
+        self.lazy_dests = driver.lazy_dests();
+        self.route_stale = if self.lazy_dests.is_empty() { Vec::new() } else { vec![false; self.nodes] };
         self.driver = Some(driver);
         if !self.started && first <= self.net.now {
             // Routes must exist before agents start at the same instant, or their first packets
@@ -314,6 +341,11 @@ impl Sim {
         }
         self.driver_out = out;
         self.driver = Some(d);
+        for &n in &self.lazy_dests {
+            if let Some(s) = self.route_stale.get_mut(n as usize) {
+                *s = true;
+            }
+        }
         if let Some(t) = next {
             self.net.events.push(t.max(self.net.now), Event::Drive);
         }
@@ -415,9 +447,29 @@ impl Sim {
         }
     }
 
+    /// Routes towards lazy destination `dst` as of the driver's latest step (see `Driver::refresh`):
+    /// the same next hops the step would have set, set when a packet first needs them.
+    #[inline(never)]
+    fn refresh_routes(&mut self, dst: u32) {
+        #[cfg(test)]
+        EAGER_ROUTES.set((EAGER_ROUTES.get().0, EAGER_ROUTES.get().1 + 1));
+        self.route_stale[dst as usize] = false;
+        let Some(mut d) = self.driver.take() else { return };
+        let mut out = std::mem::take(&mut self.driver_out);
+        d.refresh(dst, &mut out);
+        for a in out.drain(..) {
+            self.apply(a);
+        }
+        self.driver_out = out;
+        self.driver = Some(d);
+    }
+
     /// Forwards a packet from `at`; `hook` says whether the node's hook sees it leave.
     fn forward(&mut self, at: NodeId, id: PacketId, hook: bool) {
         let dst = self.net.pool.get(id).dst;
+        if self.route_stale.get(dst as usize) == Some(&true) {
+            self.refresh_routes(dst);
+        }
         let Some(link) = self.next_hop(at, NodeId(dst)) else {
             self.record_drop(id, None, None);
             return;

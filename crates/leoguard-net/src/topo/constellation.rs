@@ -397,13 +397,17 @@ impl ConstellationTopo {
             let down = sim.add_link(NodeId(h.ground), node, h.rate, h.delay, self.queue);
             host_links.push((up, down));
         }
-        let mut dests: Vec<u32> = endpoints.to_vec();
+        // Destinations: the flow ends, routed at every step, and the satellites that serve the
+        // proxied ground nodes, routed lazily (`Driver::lazy_dests`): a proxy is on one of them for
+        // a slot or two of a long run, and the others would cost a routing tree per step each.
+        let mut dests: Vec<(u32, bool)> = endpoints.iter().map(|&e| (e, false)).collect();
         for &g in serving_of {
             let slots = per_ground.get(g as usize).map_or(&[][..], Vec::as_slice);
-            dests.extend(slots.iter().map(|s| self.sat_node(s.sat).0));
+            dests.extend(slots.iter().map(|s| (self.sat_node(s.sat).0, true)));
         }
         dests.sort_unstable();
-        dests.dedup();
+        dests.dedup_by_key(|d| d.0);
+        let (dests, lazy): (Vec<u32>, Vec<bool>) = dests.into_iter().unzip();
         let info = self.topo_info(sim, &per_ground, &handovers, &gsl, &isl_links, &host_links)?;
         let driver = ConstellationDriver {
             c: Arc::clone(c),
@@ -426,6 +430,7 @@ impl ConstellationTopo {
             access: self.access.clone(),
             gsl,
             dests,
+            lazy,
             last: Vec::new(),
             last_pred: Vec::new(),
             column: Vec::new(),

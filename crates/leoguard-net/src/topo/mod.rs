@@ -57,6 +57,23 @@ pub trait Driver: std::fmt::Debug + Send {
     fn error(&self) -> Option<String> {
         None
     }
+    /// Destinations whose next hops `step` leaves out: an engine that can ask for them when it
+    /// forwards a packet there calls [`Driver::refresh`] then (the simulator: most never see a packet,
+    /// or see one only late in a run); one that cannot calls [`Driver::step_all`].
+    fn lazy_dests(&self) -> Vec<u32> {
+        Vec::new()
+    }
+    /// Appends the route changes towards lazy destination `dst` as of the latest step: what `step`
+    /// would have emitted for it then (nothing before the first step).
+    fn refresh(&mut self, _dst: u32, _out: &mut Vec<Control>) {}
+    /// `step`, then the routes towards every lazy destination: every change due at `now`.
+    fn step_all(&mut self, now: Instant, out: &mut Vec<Control>) -> Option<Instant> {
+        let next = self.step(now, out);
+        for d in self.lazy_dests() {
+            self.refresh(d, out);
+        }
+        next
+    }
 }
 
 /// What a topology needs from an engine to build itself into it.

@@ -45,6 +45,8 @@ pub(super) struct ConstellationDriver {
     pub(super) access: Vec<Option<GroundAccess>>,
     pub(super) gsl: BTreeMap<(u32, u32), (LinkId, LinkId)>,
     pub(super) dests: Vec<u32>,
+    /// Per destination (sorted by node), whether it is lazy ([`Driver::lazy_dests`]).
+    pub(super) lazy: Vec<bool>,
     /// Routes last emitted per destination (index into `dests`), per node.
     pub(super) last: Vec<Vec<Option<LinkId>>>,
     /// Per destination, each satellite's predecessor in the last routing tree ([`ROOT`] at its
@@ -215,7 +217,9 @@ impl Driver for ConstellationDriver {
             self.last_pred = vec![vec![FRESH; self.c.len()]; self.dests.len()];
         }
         for i in 0..self.dests.len() {
-            self.routes_towards(self.dests[i], out, i);
+            if !self.lazy[i] {
+                self.routes_towards(self.dests[i], out, i);
+            }
         }
         self.k += 1;
         (self.k < self.steps).then(|| now.max(Instant((self.k as u128 * self.step.as_nanos() as u128) as u64)))
@@ -223,5 +227,22 @@ impl Driver for ConstellationDriver {
 
     fn error(&self) -> Option<String> {
         self.error.clone()
+    }
+
+    fn lazy_dests(&self) -> Vec<u32> {
+        self.dests.iter().zip(&self.lazy).filter(|x| *x.1).map(|x| *x.0).collect()
+    }
+
+    fn refresh(&mut self, dst: u32, out: &mut Vec<Control>) {
+        // Before the first step nothing is routed; afterwards `graph`, `serving` and the search hold
+        // the latest step's state, from which the step would have routed towards `dst`.
+        if self.last.is_empty() {
+            return;
+        }
+        if let Ok(i) = self.dests.binary_search(&dst) {
+            if self.lazy[i] {
+                self.routes_towards(dst, out, i);
+            }
+        }
     }
 }

@@ -243,6 +243,37 @@ fn nyc_lon(secs: u64, policy: leoguard_orbit::Policy, mpep: Option<MpepOptions>)
 }
 
 #[test]
+fn proxy_satellites_routed_when_a_packet_needs_them_give_the_run_routed_at_every_step() {
+    use crate::sim::EAGER_ROUTES;
+    let mut s = nyc_lon(
+        14,
+        leoguard_orbit::Policy::starlink(leoguard_orbit::constellation::DEFAULT_EPOCH_UNIX_S),
+        Some(MpepOptions::default()),
+    );
+    // A paced 100 Mbit/s flow across London's migration at 12 s (a light run).
+    s.flows[0].kind = crate::scenario::FlowKind::Tcp { cc: "cubic".into(), bytes: None, rate: Some(Bps::mbps(100)) };
+    s.flows.truncate(1);
+    let with = |eager: bool| {
+        EAGER_ROUTES.set((eager, 0));
+        let r = crate::scenario::run(&s).unwrap();
+        (r, EAGER_ROUTES.get().1)
+    };
+    let (every, refreshed_eager) = with(true);
+    let (lazy, refreshed) = with(false);
+    EAGER_ROUTES.set((false, 0));
+    assert_eq!(refreshed_eager, 0);
+    assert!(refreshed > 100, "{refreshed} lazy refreshes: the run does not exercise them");
+    let (a, b) = (every.mpep.unwrap(), lazy.mpep.unwrap());
+    assert!(a.migrations >= 1 && a.stale_packets > 0, "{a:?}");
+    assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    assert_eq!(format!("{:?}", every.flows), format!("{:?}", lazy.flows));
+    assert_eq!(format!("{:?}", every.mpep_migrations), format!("{:?}", lazy.mpep_migrations));
+    let links = |r: &crate::scenario::RunResult| format!("{:?}", r.links.iter().map(|l| l.stats).collect::<Vec<_>>());
+    assert_eq!(links(&every), links(&lazy));
+    assert_eq!((every.packet_hops, every.packets.len()), (lazy.packet_hops, lazy.packets.len()));
+}
+
+#[test]
 fn nyc_lon_flows_survive_several_migrations_with_every_byte_once_in_order() {
     let s = nyc_lon(
         30,
