@@ -26,6 +26,8 @@ from leoguard.cli_common import (
 )
 from leoguard.cli_realism import cli_starlink
 from leoguard.cli_reproduce import reproduce_app
+from leoguard.cli_run import print_run
+from leoguard.cli_run import run_scenario as run_scenario_file
 from leoguard.cli_tcpscript import tcp_script
 from leoguard.cli_train import train_app
 from leoguard.errors import LeoguardError, make_dir
@@ -295,70 +297,9 @@ def run_scenario(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a scenario on the packet simulator; writes Parquet results and prints a per-flow summary."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from leoguard.scenario import load_scenario
-    from leoguard.simulate import simulate
-
-    sc = load_scenario(scenario, seed=seed, duration_s=duration)
-    # A progress bar on the terminal (stderr), none for --json or when output is not a terminal.
-    err = Console(stderr=True)
-    show = not as_json and err.is_terminal
-    bar = (
-        Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed:.1f}/{task.total:.1f} s"),
-            TextColumn("{task.fields[hops]}"), TimeRemainingColumn(), console=err, transient=True,
-        )
-        if show
-        else nullcontext()
-    )  # fmt: skip
-    with bar:
-        task = bar.add_task(sc.name, total=sc.duration_s, hops="") if isinstance(bar, Progress) else None
-
-        def progress(now_s: float, end_s: float, hops: int) -> None:
-            if isinstance(bar, Progress) and task is not None:
-                bar.update(task, completed=now_s, hops=f"{hops:,} packet-hops")
-
-        res = simulate(sc, base_dir=scenario.parent, progress=progress, interruptible=True)
-    files = res.write(out or Path("out") / sc.dir_name)
-    summ = res.summary()
-    summ["files"] = {k: str(v) for k, v in files.items()}
-    if not res.complete:
-        err.print(
-            f"[yellow]interrupted[/] at {res.simulated_s:.3f} s of {sc.duration_s} s: the partial results "
-            f"are written to {files['run'].parent} (run.json says complete = false)"
-        )
-    if as_json:
-        _emit(summ)
-    else:
-        _print_run(sc, res, summ, files)
-    if not res.complete:
-        raise typer.Exit(130)
-
-
-def _print_run(sc: Any, res: Any, summ: dict[str, Any], files: dict[str, Path]) -> None:
-    console.print(
-        f"[bold]{sc.name}[/]: {res.simulated_s:g} s simulated in {res.wall_s:.2f} s, "
-        f"{res.packet_hops:,} packet-hops, seed {sc.seed}"
-    )
-    t = table(
-        "flow", "src -> dst", "kind/cc", "Mbit/s", "retx", "RTOs", "loss %\nend", "loss %\nnet", "OWD ms\np50/p99",
-        "FCT s", wrap=(1,),
-    )  # fmt: skip
-
-    def ms(v: float | None) -> str:
-        return "-" if v is None else f"{v:.0f}" if v >= 10 else f"{v:.1f}"
-
-    for f in summ["flows"]:
-        fct = f"{f['fct_s']:.3f}" if f["fct_s"] is not None else "-"
-        kind = f"{f['kind']}/{f['cc']}" if f["cc"] else f["kind"]
-        t.add_row(
-            str(f["flow"]), f"{f['src']} -> {f['dst']}", kind, f"{f['goodput_bps'] / 1e6:.2f}",
-            str(f["retransmissions"]), str(f["rtos"]), f"{100 * f['endpoint_loss']:.2f}",
-            f"{100 * f['network_loss']:.2f}", f"{ms(f['owd_ms']['p50'])}/{ms(f['owd_ms']['p99'])}", fct,
-        )  # fmt: skip
-    console.print(t)
-    console.print(f"results in {files['run'].parent}")
+    rc = run_scenario_file(scenario, out, seed, duration, as_json)
+    if rc:
+        raise typer.Exit(rc)
 
 
 @results_app.command("list")
@@ -499,7 +440,7 @@ def emu_run(
     if as_json:
         _emit(summ)
     else:
-        _print_run(sc, _EmuView(res), summ, files)
+        print_run(sc, _EmuView(res), summ, files)
         e = summ["emulator"]
         console.print(
             f"emulator: timing error p50/p99/max {e['timing_error_us']['p50']} / {e['timing_error_us']['p99']} / "
@@ -509,7 +450,7 @@ def emu_run(
 
 
 class _EmuView:
-    """What `_print_run` reads, from an emulator run."""
+    """What `print_run` reads, from an emulator run."""
 
     def __init__(self, res: Any):
         self.simulated_s = res.emulator["elapsed_s"]
