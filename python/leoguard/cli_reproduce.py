@@ -44,7 +44,7 @@ def reproduce_satguard(
     quick: Annotated[
         bool, typer.Option("--quick", help="The reduced experiment (the default; < 15 min on 2 cores).")
     ] = False,
-    full: Annotated[bool, typer.Option("--full", help="The complete experiment (30-50 min on 2 cores).")] = False,
+    full: Annotated[bool, typer.Option("--full", help="The complete experiment (27-50 min on 2 cores).")] = False,
     pair: Annotated[list[str] | None, typer.Option("--pair", help="Only these city pairs (repeatable).")] = None,
     scheme: Annotated[list[str] | None, typer.Option("--scheme", help="Only these schemes (repeatable).")] = None,
     workload: Annotated[
