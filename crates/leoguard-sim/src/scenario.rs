@@ -610,3 +610,14 @@ impl Running {
 
 #[cfg(test)]
 mod tests;
+
+/// Tests: two runs that must be one and the same (flows, page loads, every link's counters, the
+/// packets recorded).
+#[cfg(test)]
+pub(crate) fn assert_same_run(a: &RunResult, b: &RunResult) {
+    assert_eq!(format!("{:?}", a.flows), format!("{:?}", b.flows));
+    assert_eq!(format!("{:?}", a.web), format!("{:?}", b.web));
+    let links = |r: &RunResult| format!("{:?}", r.links.iter().map(|l| l.stats).collect::<Vec<_>>());
+    assert_eq!(links(a), links(b));
+    assert_eq!((a.packet_hops, a.packets.len()), (b.packet_hops, b.packets.len()));
+}

@@ -168,6 +168,11 @@ fn may_sleep() -> bool {
     true
 }
 
+/// When slot `k` of a flow whose first packet left at `origin` ends.
+fn slot_end(origin: Instant, slot: Duration, k: u64) -> Instant {
+    origin + Duration::from_nanos(slot.as_nanos() * (k + 1))
+}
+
 /// Entry `key` of an index built by [`index_by`], if any.
 fn lookup(index: &[u32], key: u32) -> Option<usize> {
     index.get(key as usize).filter(|&&i| i != u32::MAX).map(|&i| i as usize)
@@ -298,7 +303,7 @@ impl TamburHook {
         if quiet {
             t.dormant = true;
         } else if let Some(o) = t.origin {
-            ctx.timer(o + Duration::from_nanos(self.opts.slot.as_nanos() * (t.slot + 1)), i as u64);
+            ctx.timer(slot_end(o, self.opts.slot, t.slot), i as u64);
         }
     }
 
@@ -325,7 +330,7 @@ impl TamburHook {
         self.stats.slots += m;
         t.slot += m;
         if let Some(o) = t.origin {
-            ctx.timer(o + Duration::from_nanos(self.opts.slot.as_nanos() * (t.slot + 1)), i as u64);
+            ctx.timer(slot_end(o, self.opts.slot, t.slot), i as u64);
         }
     }
 
