@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import threading
@@ -339,15 +340,19 @@ def simulate_many(
             raise
 
 
+def _table(parquet: bytes) -> pl.DataFrame:
+    """A result table the engine handed over as a Parquet file's bytes (flow, times and counters as
+    UInt32/UInt64, flags as Boolean; `leoguard_core::parquet`): its large tables cross without numpy."""
+    return pl.read_parquet(io.BytesIO(parquet))
+
+
 def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall: float, complete: bool) -> Results:
     names = spec.get("node_names", [])
 
     def name(i: int | None) -> str | None:
         return names[i] if i is not None and i < len(names) else None
 
-    packets = pl.DataFrame(
-        raw["packets"], schema_overrides={"seq": pl.UInt64, "sent_ns": pl.UInt64, "received_ns": pl.UInt64}
-    )
+    packets = _table(raw["packets"])
     packets = packets.with_columns(((pl.col("received_ns") - pl.col("sent_ns")).cast(pl.Float64) / 1e6).alias("owd_ms"))
     # One pass over the packets for every flow's OWD percentiles (linear interpolation, as numpy's).
     owd = {
@@ -389,7 +394,7 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
         pl.Series("to_name", [name(i) for i in raw["links"]["to_node"]], dtype=pl.Utf8),
     )
     interval = scenario.link_sample_every_s
-    link_series = pl.DataFrame(raw["link_series"])
+    link_series = _table(raw["link_series"])
     if interval > 0:
         link_series = link_series.with_columns(
             (pl.col("bytes").cast(pl.Float64) * 8.0 / (pl.col("rate_bps").cast(pl.Float64) * interval)).alias(
@@ -404,7 +409,7 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
     }
     if raw["topology_error"]:
         meta["topology_error"] = raw["topology_error"]
-    series = pl.DataFrame(raw["series"])
+    series = _table(raw["series"])
     if not series.is_empty():
         # Goodput over each sampling interval, from the bytes acknowledged.
         dt = (pl.col("t_ns").diff().over("flow").cast(pl.Float64)) / 1e9
@@ -416,11 +421,7 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
         pl.Series("from_name", [name(i) for i in raw["hops"]["from_node"]], dtype=pl.Utf8),
         pl.Series("to_name", [name(i) for i in raw["hops"]["to_node"]], dtype=pl.Utf8),
     )
-    app_delay = pl.DataFrame(
-        raw["app_delay"],
-        schema={"flow": pl.UInt32, "seq": pl.UInt64, "sent_ns": pl.UInt64, "delivered_ns": pl.UInt64},
-    )
-    app_delay = app_delay.with_columns(
+    app_delay = _table(raw["app_delay"]).with_columns(
         ((pl.col("delivered_ns").cast(pl.Float64) - pl.col("sent_ns").cast(pl.Float64)) / 1e6).alias("delay_ms")
     )
     res = Results(
@@ -489,15 +490,9 @@ def _webrtc(res: Results, raw: dict[str, Any]) -> None:
     if "webrtc" not in raw:
         return
     res.webrtc = pl.DataFrame(raw["webrtc"], schema_overrides={"flow": pl.UInt32})
-    frames = pl.DataFrame(
-        raw["webrtc_frames"],
-        schema={
-            "flow": pl.UInt32, "frame": pl.UInt64, "key": pl.Boolean, "size": pl.UInt32, "capture_ns": pl.UInt64,
-            "complete_ns": pl.UInt64, "render_ns": pl.UInt64,
-        },
-    )  # fmt: skip
+    frames = _table(raw["webrtc_frames"])
     res.webrtc_frames = frames.with_columns(
         ((pl.col("render_ns") - pl.col("capture_ns")).cast(pl.Float64) / 1e6).alias("e2e_ms"),
         ((pl.col("render_ns") - pl.col("complete_ns")).cast(pl.Float64) / 1e6).alias("jb_ms"),
     )
-    res.webrtc_fps = pl.DataFrame(raw["webrtc_fps"], schema={"flow": pl.UInt32, "t_s": pl.Float64, "fps": pl.Float64})
+    res.webrtc_fps = _table(raw["webrtc_fps"])

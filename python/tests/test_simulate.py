@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from leoguard import LeoguardError
@@ -258,3 +259,46 @@ def test_a_leo_path_flow_starting_at_zero_finds_its_route():
     first_ack = r.series.filter(r.series["acked_bytes"] > 0)["t_ns"].min()
     assert first_ack is not None and first_ack <= 200_000_000, first_ack
     assert r.flows.row(0, named=True)["rtos"] == 0
+
+
+def test_the_engines_tables_keep_their_types_and_nulls():
+    # The large tables come over from the engine as Parquet (leoguard_core::parquet): unsigned
+    # columns stay unsigned, flags Boolean, and a segment never delivered is a null, not a 0.
+    r = simulate(chain(duration_s=3.0, app_delay_every=5))
+    assert dict(r.packets.schema) == {
+        "flow": pl.UInt32, "seq": pl.UInt64, "sent_ns": pl.UInt64, "received_ns": pl.UInt64,
+        "retransmission": pl.Boolean, "hops": pl.UInt16, "owd_ms": pl.Float64,
+    }  # fmt: skip
+    assert r.packets.height > 1000 and r.packets["hops"].unique().to_list() == [3]
+    assert dict(r.series.schema) == {
+        "flow": pl.UInt32, "t_ns": pl.UInt64, "cwnd_bytes": pl.UInt64, "in_flight_bytes": pl.UInt64,
+        "srtt_ns": pl.UInt64, "acked_bytes": pl.UInt64, "retransmissions": pl.UInt64, "goodput_bps": pl.Float64,
+    }  # fmt: skip
+    assert dict(r.link_series.schema) == {
+        "t_ns": pl.UInt64, "from_node": pl.UInt32, "to_node": pl.UInt32, "bytes": pl.UInt64, "rate_bps": pl.UInt64,
+        "queue_bytes": pl.UInt64, "drops": pl.UInt64, "up": pl.Boolean, "utilisation": pl.Float64,
+    }  # fmt: skip
+    assert r.link_series["up"].all() and r.link_series["rate_bps"].unique().to_list() == [50_000_000]
+    a = r.app_delay
+    assert dict(a.schema) == {
+        "flow": pl.UInt32,
+        "seq": pl.UInt64,
+        "sent_ns": pl.UInt64,
+        "delivered_ns": pl.UInt64,
+        "delay_ms": pl.Float64,
+    }
+    # The segments still in flight when the run ends were sampled but never delivered.
+    assert a.height > 100 and 0 < a["delivered_ns"].null_count() < a.height
+    assert (a["delivered_ns"].drop_nulls() > 0).all()
+
+
+def test_a_run_and_its_results_need_no_numpy(tmp_path):
+    # numpy costs `leoguard run` about 70 ms of imports; the results no longer cross through it.
+    code = (
+        "import sys; from leoguard.simulate import simulate; "
+        f"r = simulate({str(ROOT / 'scenarios' / 'bench-chain.toml')!r}); "
+        f"r.write({str(tmp_path / 'out')!r}); r.summary(); "
+        "assert r.packets.height > 0; print('numpy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

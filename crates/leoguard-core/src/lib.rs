@@ -5,6 +5,7 @@
 
 pub mod events;
 pub mod keys;
+pub mod parquet;
 pub mod recent;
 pub mod rng;
 pub mod seq;

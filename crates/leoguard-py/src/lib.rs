@@ -47,6 +47,20 @@ pub(crate) fn get<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str) 
     }
 }
 
+/// A result table as the bytes of a Parquet file, which the Python side reads with polars
+/// (`leoguard.simulate._table`): large columns cross without numpy.
+pub(crate) fn parquet_table<'py>(
+    py: Python<'py>,
+    columns: &[(&str, leoguard_core::parquet::Column)],
+) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    // Written straight into the bytes object: a large table is not first built in a Vec and copied.
+    let table = leoguard_core::parquet::Table::new(columns).map_err(|e| LeoguardError::new_err(e.to_string()))?;
+    pyo3::types::PyBytes::new_with(py, table.len(), |out| {
+        table.write(out);
+        Ok(())
+    })
+}
+
 pub(crate) fn need<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
     get(d, key)?.ok_or_else(|| LeoguardError::new_err(format!("missing field {key}")))
 }

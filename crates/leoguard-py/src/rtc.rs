@@ -1,12 +1,12 @@
 //! Bindings of the WebRTC flows and the Tambur scheme: scenario dicts in, result columns out.
 
-use crate::{get, LeoguardError};
+use crate::{get, parquet_table, LeoguardError};
+use leoguard_core::parquet::Column;
 use leoguard_core::Duration;
 use leoguard_proto::tambur::TamburConfig;
 use leoguard_sim::scenario::{FlowKind, RunResult};
 use leoguard_sim::schemes::tambur::TamburOptions;
 use leoguard_sim::webrtc::{Fec, WebrtcConfig};
-use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -93,19 +93,28 @@ pub(crate) fn tambur(d: &Bound<'_, PyDict>) -> PyResult<Option<TamburOptions>> {
 /// Adds `webrtc`, `webrtc_frames`, `webrtc_fps` and `tambur` to a result dict.
 pub(crate) fn results<'py>(py: Python<'py>, r: &RunResult, out: &Bound<'py, PyDict>) -> PyResult<()> {
     let fr = &r.webrtc_frames;
-    let frames = PyDict::new(py);
-    frames.set_item("flow", PyArray1::from_vec(py, fr.iter().map(|x| x.flow).collect::<Vec<_>>()))?;
-    frames.set_item("frame", PyArray1::from_vec(py, fr.iter().map(|x| x.frame).collect::<Vec<_>>()))?;
-    frames.set_item("key", PyArray1::from_vec(py, fr.iter().map(|x| x.key).collect::<Vec<_>>()))?;
-    frames.set_item("size", PyArray1::from_vec(py, fr.iter().map(|x| x.size).collect::<Vec<_>>()))?;
-    frames.set_item("capture_ns", PyArray1::from_vec(py, fr.iter().map(|x| x.capture_ns).collect::<Vec<_>>()))?;
-    frames.set_item("complete_ns", fr.iter().map(|x| x.complete_ns).collect::<Vec<_>>())?;
-    frames.set_item("render_ns", fr.iter().map(|x| x.render_ns).collect::<Vec<_>>())?;
+    let frames = parquet_table(
+        py,
+        &[
+            ("flow", Column::U32(fr.iter().map(|x| x.flow).collect())),
+            ("frame", Column::U64(fr.iter().map(|x| x.frame).collect())),
+            ("key", Column::Bool(fr.iter().map(|x| x.key).collect())),
+            ("size", Column::U32(fr.iter().map(|x| x.size).collect())),
+            ("capture_ns", Column::U64(fr.iter().map(|x| x.capture_ns).collect())),
+            ("complete_ns", Column::OptU64(fr.iter().map(|x| x.complete_ns).collect())),
+            ("render_ns", Column::OptU64(fr.iter().map(|x| x.render_ns).collect())),
+        ],
+    )?;
     out.set_item("webrtc_frames", frames)?;
-    let fps = PyDict::new(py);
-    fps.set_item("flow", PyArray1::from_vec(py, r.webrtc_fps.iter().map(|x| x.flow).collect::<Vec<_>>()))?;
-    fps.set_item("t_s", PyArray1::from_vec(py, r.webrtc_fps.iter().map(|x| x.t_s).collect::<Vec<_>>()))?;
-    fps.set_item("fps", PyArray1::from_vec(py, r.webrtc_fps.iter().map(|x| x.fps).collect::<Vec<_>>()))?;
+    let fp = &r.webrtc_fps;
+    let fps = parquet_table(
+        py,
+        &[
+            ("flow", Column::U32(fp.iter().map(|x| x.flow).collect())),
+            ("t_s", Column::F64(fp.iter().map(|x| x.t_s).collect())),
+            ("fps", Column::F64(fp.iter().map(|x| x.fps).collect())),
+        ],
+    )?;
     out.set_item("webrtc_fps", fps)?;
     let w = &r.webrtc;
     let s = PyDict::new(py);

@@ -2,7 +2,8 @@
 //! models first; the Rust side validates again and names fields) and returns columns.
 
 mod topo;
-use crate::{get, need, LeoguardError};
+use crate::{get, need, parquet_table, LeoguardError};
+use leoguard_core::parquet::Column;
 use leoguard_core::{Bps, Duration, Instant};
 use leoguard_net::RateSchedule;
 use leoguard_proto::satguard::hop::HopSenderStats;
@@ -13,7 +14,6 @@ use leoguard_sim::scenario::{FlowKind, FlowSpec, LinkEvent, LinkSpec, RouteEvent
 use leoguard_sim::schemes::linkguardian::LinkGuardianOptions;
 use leoguard_sim::schemes::satguard::SatguardOptions;
 use leoguard_sim::web::Http;
-use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::sync::Arc;
@@ -458,35 +458,43 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
         flows.append(d)?;
     }
     out.set_item("flows", flows)?;
-    let series = PyDict::new(py);
     let sr = &r.series;
-    series.set_item("flow", PyArray1::from_vec(py, sr.iter().map(|x| x.flow).collect::<Vec<_>>()))?;
-    series.set_item("t_ns", PyArray1::from_vec(py, sr.iter().map(|x| x.t_ns).collect::<Vec<_>>()))?;
-    series.set_item("cwnd_bytes", PyArray1::from_vec(py, sr.iter().map(|x| x.cwnd).collect::<Vec<_>>()))?;
-    series.set_item("in_flight_bytes", PyArray1::from_vec(py, sr.iter().map(|x| x.in_flight).collect::<Vec<_>>()))?;
-    series.set_item("srtt_ns", PyArray1::from_vec(py, sr.iter().map(|x| x.srtt_ns).collect::<Vec<_>>()))?;
-    series.set_item("acked_bytes", PyArray1::from_vec(py, sr.iter().map(|x| x.acked).collect::<Vec<_>>()))?;
-    series.set_item(
-        "retransmissions",
-        PyArray1::from_vec(py, sr.iter().map(|x| x.retransmissions).collect::<Vec<_>>()),
+    let series = parquet_table(
+        py,
+        &[
+            ("flow", Column::U32(sr.iter().map(|x| x.flow).collect())),
+            ("t_ns", Column::U64(sr.iter().map(|x| x.t_ns).collect())),
+            ("cwnd_bytes", Column::U64(sr.iter().map(|x| x.cwnd).collect())),
+            ("in_flight_bytes", Column::U64(sr.iter().map(|x| x.in_flight).collect())),
+            ("srtt_ns", Column::U64(sr.iter().map(|x| x.srtt_ns).collect())),
+            ("acked_bytes", Column::U64(sr.iter().map(|x| x.acked).collect())),
+            ("retransmissions", Column::U64(sr.iter().map(|x| x.retransmissions).collect())),
+        ],
     )?;
     out.set_item("series", series)?;
-    let packets = PyDict::new(py);
     let pr = &r.packets;
-    packets.set_item("flow", PyArray1::from_vec(py, pr.iter().map(|x| x.flow).collect::<Vec<_>>()))?;
-    packets.set_item("seq", PyArray1::from_vec(py, pr.iter().map(|x| x.seq).collect::<Vec<_>>()))?;
-    packets.set_item("sent_ns", PyArray1::from_vec(py, pr.iter().map(|x| x.sent_ns).collect::<Vec<_>>()))?;
-    packets.set_item("received_ns", PyArray1::from_vec(py, pr.iter().map(|x| x.received_ns).collect::<Vec<_>>()))?;
-    packets
-        .set_item("retransmission", PyArray1::from_vec(py, pr.iter().map(|x| x.retransmission).collect::<Vec<_>>()))?;
-    packets.set_item("hops", PyArray1::from_vec(py, pr.iter().map(|x| x.hops).collect::<Vec<_>>()))?;
+    let packets = parquet_table(
+        py,
+        &[
+            ("flow", Column::U32(pr.iter().map(|x| x.flow).collect())),
+            ("seq", Column::U64(pr.iter().map(|x| x.seq).collect())),
+            ("sent_ns", Column::U64(pr.iter().map(|x| x.sent_ns).collect())),
+            ("received_ns", Column::U64(pr.iter().map(|x| x.received_ns).collect())),
+            ("retransmission", Column::Bool(pr.iter().map(|x| x.retransmission).collect())),
+            ("hops", Column::U16(pr.iter().map(|x| x.hops).collect())),
+        ],
+    )?;
     out.set_item("packets", packets)?;
-    let app = PyDict::new(py);
     let ar = &r.app_delay;
-    app.set_item("flow", PyArray1::from_vec(py, ar.iter().map(|x| x.flow).collect::<Vec<_>>()))?;
-    app.set_item("seq", PyArray1::from_vec(py, ar.iter().map(|x| x.seq).collect::<Vec<_>>()))?;
-    app.set_item("sent_ns", PyArray1::from_vec(py, ar.iter().map(|x| x.sent_ns).collect::<Vec<_>>()))?;
-    app.set_item("delivered_ns", ar.iter().map(|x| x.delivered_ns).collect::<Vec<_>>())?;
+    let app = parquet_table(
+        py,
+        &[
+            ("flow", Column::U32(ar.iter().map(|x| x.flow).collect())),
+            ("seq", Column::U64(ar.iter().map(|x| x.seq).collect())),
+            ("sent_ns", Column::U64(ar.iter().map(|x| x.sent_ns).collect())),
+            ("delivered_ns", Column::OptU64(ar.iter().map(|x| x.delivered_ns).collect())),
+        ],
+    )?;
     out.set_item("app_delay", app)?;
     let st = PyDict::new(py);
     let sr = &r.startcp;
@@ -534,16 +542,20 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     drops.set_item("reason", dr.iter().map(|x| x.reason).collect::<Vec<_>>())?;
     drops.set_item("control", dr.iter().map(|x| x.control).collect::<Vec<_>>())?;
     out.set_item("drops", drops)?;
-    let ls = PyDict::new(py);
     let lr = &r.link_series;
-    ls.set_item("t_ns", PyArray1::from_vec(py, lr.iter().map(|x| x.t_ns).collect::<Vec<_>>()))?;
-    ls.set_item("from_node", PyArray1::from_vec(py, lr.iter().map(|x| x.from).collect::<Vec<_>>()))?;
-    ls.set_item("to_node", PyArray1::from_vec(py, lr.iter().map(|x| x.to).collect::<Vec<_>>()))?;
-    ls.set_item("bytes", PyArray1::from_vec(py, lr.iter().map(|x| x.bytes).collect::<Vec<_>>()))?;
-    ls.set_item("rate_bps", PyArray1::from_vec(py, lr.iter().map(|x| x.rate_bps).collect::<Vec<_>>()))?;
-    ls.set_item("queue_bytes", PyArray1::from_vec(py, lr.iter().map(|x| x.queue_bytes).collect::<Vec<_>>()))?;
-    ls.set_item("drops", PyArray1::from_vec(py, lr.iter().map(|x| x.drops).collect::<Vec<_>>()))?;
-    ls.set_item("up", PyArray1::from_vec(py, lr.iter().map(|x| x.up).collect::<Vec<_>>()))?;
+    let ls = parquet_table(
+        py,
+        &[
+            ("t_ns", Column::U64(lr.iter().map(|x| x.t_ns).collect())),
+            ("from_node", Column::U32(lr.iter().map(|x| x.from).collect())),
+            ("to_node", Column::U32(lr.iter().map(|x| x.to).collect())),
+            ("bytes", Column::U64(lr.iter().map(|x| x.bytes).collect())),
+            ("rate_bps", Column::U64(lr.iter().map(|x| x.rate_bps).collect())),
+            ("queue_bytes", Column::U64(lr.iter().map(|x| x.queue_bytes).collect())),
+            ("drops", Column::U64(lr.iter().map(|x| x.drops).collect())),
+            ("up", Column::Bool(lr.iter().map(|x| x.up).collect())),
+        ],
+    )?;
     out.set_item("link_series", ls)?;
     out.set_item("packet_hops", r.packet_hops)?;
     if let Some(st) = &r.satguard {
