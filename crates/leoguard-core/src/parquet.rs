@@ -3,9 +3,11 @@
 //!
 //! The Python side hands a run's large tables to polars as these bytes (`pl.read_parquet`), so a
 //! run's results need no numpy. The file follows the Apache Parquet format (parquet-format's
-//! `parquet.thrift`, Thrift compact protocol): "PAR1", one data page (v1) per column, the file
+//! `parquet.thrift`, Thrift compact protocol): "PAR1", data pages (v1) of at most `PAGE_ROWS` rows per column, the file
 //! metadata, its length and "PAR1". Unsigned columns carry both the INTEGER logical type and the
 //! legacy converted type, so readers map them to UInt16/UInt32/UInt64 and not to signed integers.
+
+use std::ops::Range;
 
 /// A column's values; `None` in an `Opt*` variant is a null.
 #[derive(Clone, Debug, PartialEq)]
@@ -89,16 +91,43 @@ impl Column {
         matches!(self, Column::OptU32(_) | Column::OptU64(_))
     }
 
+    /// Rows `r` of the column: one page's values.
+    fn slice(&self, r: Range<usize>) -> Slice<'_> {
+        match self {
+            Column::Bool(v) => Slice::Bool(&v[r]),
+            Column::U16(v) => Slice::U16(&v[r]),
+            Column::U32(v) => Slice::U32(&v[r]),
+            Column::U64(v) => Slice::U64(&v[r]),
+            Column::F64(v) => Slice::F64(&v[r]),
+            Column::OptU32(v) => Slice::OptU32(&v[r]),
+            Column::OptU64(v) => Slice::OptU64(&v[r]),
+        }
+    }
+}
+
+/// One page's values of a column.
+enum Slice<'a> {
+    Bool(&'a [bool]),
+    U16(&'a [u16]),
+    U32(&'a [u32]),
+    U64(&'a [u64]),
+    F64(&'a [f64]),
+    OptU32(&'a [Option<u32>]),
+    OptU64(&'a [Option<u64>]),
+}
+
+impl Slice<'_> {
     /// The length of the page's data (`write_page_data`).
     fn page_len(&self) -> usize {
-        let n = self.len();
-        let levels = n.div_ceil(8);
+        let levels = |n: usize| 4 + varint_len(((n.div_ceil(8) as u64) << 1) | 1) + n.div_ceil(8);
         match self {
-            Column::Bool(_) => levels,
-            Column::U16(_) | Column::U32(_) => 4 * n,
-            Column::U64(_) | Column::F64(_) => 8 * n,
-            Column::OptU32(v) => 4 + varint_len(((levels as u64) << 1) | 1) + levels + 4 * v.iter().flatten().count(),
-            Column::OptU64(v) => 4 + varint_len(((levels as u64) << 1) | 1) + levels + 8 * v.iter().flatten().count(),
+            Slice::Bool(v) => v.len().div_ceil(8),
+            Slice::U16(v) => 4 * v.len(),
+            Slice::U32(v) => 4 * v.len(),
+            Slice::U64(v) => 8 * v.len(),
+            Slice::F64(v) => 8 * v.len(),
+            Slice::OptU32(v) => levels(v.len()) + 4 * v.iter().flatten().count(),
+            Slice::OptU64(v) => levels(v.len()) + 8 * v.iter().flatten().count(),
         }
     }
 
@@ -111,21 +140,21 @@ impl Column {
             }
         }
         match self {
-            Column::Bool(v) => {
+            Slice::Bool(v) => {
                 for (i, &b) in v.iter().enumerate() {
                     out[i / 8] |= u8::from(b) << (i % 8);
                 }
             }
             // INT32 holds an unsigned value's bits (parquet-format LogicalTypes.md, "INT").
-            Column::U16(v) => put(out, v.iter().map(|&x| u32::from(x).to_le_bytes())),
-            Column::U32(v) => put(out, v.iter().map(|x| x.to_le_bytes())),
-            Column::U64(v) => put(out, v.iter().map(|x| x.to_le_bytes())),
-            Column::F64(v) => put(out, v.iter().map(|x| x.to_le_bytes())),
-            Column::OptU32(v) => {
+            Slice::U16(v) => put(out, v.iter().map(|&x| u32::from(x).to_le_bytes())),
+            Slice::U32(v) => put(out, v.iter().map(|x| x.to_le_bytes())),
+            Slice::U64(v) => put(out, v.iter().map(|x| x.to_le_bytes())),
+            Slice::F64(v) => put(out, v.iter().map(|x| x.to_le_bytes())),
+            Slice::OptU32(v) => {
                 let at = def_levels(v.iter().map(Option::is_some), v.len(), out);
                 put(&mut out[at..], v.iter().flatten().map(|x| x.to_le_bytes()));
             }
-            Column::OptU64(v) => {
+            Slice::OptU64(v) => {
                 let at = def_levels(v.iter().map(Option::is_some), v.len(), out);
                 put(&mut out[at..], v.iter().flatten().map(|x| x.to_le_bytes()));
             }
@@ -164,17 +193,32 @@ pub fn write_table(columns: &[(&str, Column)]) -> Result<Vec<u8>, ParquetError> 
 /// write it straight into memory it owns (the Python bytes object of `leoguard._core`).
 pub struct Table<'a> {
     columns: &'a [(&'a str, Column)],
-    rows: usize,
-    /// Each column's page header (none for a table without rows).
-    headers: Vec<Vec<u8>>,
+    /// Every page in file order: its column, its rows, its header and its data's length.
+    pages: Vec<Page>,
     /// The file metadata (Thrift).
     footer: Vec<u8>,
 }
 
+/// One data page of a table.
+struct Page {
+    column: usize,
+    rows: Range<usize>,
+    header: Vec<u8>,
+    len: usize,
+}
+
+/// Rows per data page: pages stay far below Parquet's 32-bit page sizes whatever the table's length,
+/// and readers can decode a column's pages in parallel.
+pub const PAGE_ROWS: usize = 1 << 16;
+
 impl<'a> Table<'a> {
-    /// Checks the columns (same length, distinct names, pages within Parquet's 32-bit sizes) and lays
-    /// the file out.
+    /// Checks the columns (same length, distinct names) and lays the file out in pages of
+    /// `PAGE_ROWS` rows.
     pub fn new(columns: &'a [(&'a str, Column)]) -> Result<Self, ParquetError> {
+        Self::with_page_rows(columns, PAGE_ROWS)
+    }
+
+    fn with_page_rows(columns: &'a [(&'a str, Column)], page_rows: usize) -> Result<Self, ParquetError> {
         let rows = columns.first().map_or(0, |(_, c)| c.len());
         for (i, (name, c)) in columns.iter().enumerate() {
             if c.len() != rows {
@@ -184,29 +228,33 @@ impl<'a> Table<'a> {
                 return Err(ParquetError::Duplicate((*name).to_string()));
             }
         }
-        let mut headers = Vec::with_capacity(columns.len());
+        let mut pages = Vec::new();
         let mut chunks = Vec::with_capacity(columns.len());
         let mut offset = 4i64;
-        for (name, c) in columns.iter().filter(|_| rows > 0) {
-            let too_large = || ParquetError::TooLarge((*name).to_string());
-            let len = c.page_len();
-            let size = i32::try_from(len).map_err(|_| too_large())?;
-            let values = i32::try_from(rows).map_err(|_| too_large())?;
-            let mut header = Compact::default();
-            header.i32(1, PAGE_DATA);
-            header.i32(2, size);
-            header.i32(3, size);
-            header.begin_struct(5);
-            header.i32(1, values);
-            header.i32(2, ENCODING_PLAIN);
-            header.i32(3, ENCODING_RLE);
-            header.i32(4, ENCODING_RLE);
-            header.end_struct();
-            header.stop();
-            let total = (header.buf.len() + len) as i64;
-            chunks.push((name, c.physical().0, offset, total));
-            offset += total;
-            headers.push(header.buf);
+        for (i, (name, c)) in columns.iter().enumerate().filter(|_| rows > 0) {
+            let start = offset;
+            for first in (0..rows).step_by(page_rows.max(1)) {
+                let r = first..rows.min(first + page_rows.max(1));
+                let len = c.slice(r.clone()).page_len();
+                // page_rows values of 8 bytes plus levels: far below i32::MAX for any PAGE_ROWS used.
+                let too_large = || ParquetError::TooLarge((*name).to_string());
+                let size = i32::try_from(len).map_err(|_| too_large())?;
+                let values = i32::try_from(r.len()).map_err(|_| too_large())?;
+                let mut header = Compact::default();
+                header.i32(1, PAGE_DATA);
+                header.i32(2, size);
+                header.i32(3, size);
+                header.begin_struct(5);
+                header.i32(1, values);
+                header.i32(2, ENCODING_PLAIN);
+                header.i32(3, ENCODING_RLE);
+                header.i32(4, ENCODING_RLE);
+                header.end_struct();
+                header.stop();
+                offset += (header.buf.len() + len) as i64;
+                pages.push(Page { column: i, rows: r, header: header.buf, len });
+            }
+            chunks.push((name, c.physical().0, start, offset - start));
         }
         let mut m = Compact::default();
         m.i32(1, 1); // version
@@ -241,13 +289,12 @@ impl<'a> Table<'a> {
         }
         m.string(6, "leoguard");
         m.stop();
-        Ok(Table { columns, rows, headers, footer: m.buf })
+        Ok(Table { columns, pages, footer: m.buf })
     }
 
     /// The file's length in bytes.
     pub fn len(&self) -> usize {
-        let pages: usize = self.columns.iter().filter(|_| self.rows > 0).map(|(_, c)| c.page_len()).sum();
-        4 + self.headers.iter().map(Vec::len).sum::<usize>() + pages + self.footer.len() + 8
+        4 + self.pages.iter().map(|p| p.header.len() + p.len).sum::<usize>() + self.footer.len() + 8
     }
 
     /// Whether the file is empty: never (a file without rows still has its schema).
@@ -260,12 +307,11 @@ impl<'a> Table<'a> {
         assert_eq!(out.len(), self.len(), "a Parquet table is written into exactly its length");
         out[..4].copy_from_slice(b"PAR1");
         let mut at = 4;
-        for (header, (_, c)) in self.headers.iter().zip(self.columns) {
-            out[at..at + header.len()].copy_from_slice(header);
-            at += header.len();
-            let len = c.page_len();
-            c.write_page_data(&mut out[at..at + len]);
-            at += len;
+        for p in &self.pages {
+            out[at..at + p.header.len()].copy_from_slice(&p.header);
+            at += p.header.len();
+            self.columns[p.column].1.slice(p.rows.clone()).write_page_data(&mut out[at..at + p.len]);
+            at += p.len;
         }
         out[at..at + self.footer.len()].copy_from_slice(&self.footer);
         at += self.footer.len();
@@ -494,12 +540,41 @@ mod tests {
             ];
             for c in cols {
                 // Values written and values read back agree, so the length is what was written.
-                let mut out = vec![0; c.page_len()];
-                c.write_page_data(&mut out);
+                let page = c.slice(0..n);
+                let mut out = vec![0; page.page_len()];
+                page.write_page_data(&mut out);
                 assert_eq!(decode(&c, &out), c, "{n} values");
             }
         }
         assert_eq!([varint_len(1), varint_len(127), varint_len(128), varint_len(u64::MAX)], [1, 1, 2, 10]);
+    }
+
+    #[test]
+    fn a_long_column_is_cut_into_pages_that_hold_it_in_order() {
+        let cols = [
+            ("a", Column::U64((0..8).collect())),
+            ("b", Column::OptU32((0..8).map(|i| (i % 3 == 1).then_some(i)).collect())),
+        ];
+        let t = Table::with_page_rows(&cols, 3).unwrap();
+        assert_eq!(
+            t.pages.iter().map(|p| (p.column, p.rows.clone())).collect::<Vec<_>>(),
+            [(0, 0..3), (0, 3..6), (0, 6..8), (1, 0..3), (1, 3..6), (1, 6..8)]
+        );
+        let mut file = vec![0; t.len()];
+        t.write(&mut file);
+        let mut at = 4;
+        for p in &t.pages {
+            at += p.header.len();
+            let page = &file[at..at + p.len];
+            at += p.len;
+            let want = match &cols[p.column].1 {
+                Column::U64(v) => Column::U64(v[p.rows.clone()].to_vec()),
+                Column::OptU32(v) => Column::OptU32(v[p.rows.clone()].to_vec()),
+                _ => unreachable!(),
+            };
+            assert_eq!(decode(&want, page), want);
+        }
+        assert_eq!(&file[at + t.footer.len() + 4..], b"PAR1");
     }
 
     #[test]
