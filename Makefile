@@ -71,6 +71,7 @@ bench: build ## Benchmarks: print figures, assert nothing
 	$(VENV)/bin/leoguard bench fec --json
 	$(VENV)/bin/leoguard bench constellation --json
 	$(VENV)/bin/leoguard bench sim --json
+	$(VENV)/bin/leoguard bench startup --json
 	$(VENV)/bin/leoguard bench emu --json
 	$(PY) tools/bench_tunnel.py
 	$(PY) tools/bench_transport.py

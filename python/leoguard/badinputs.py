@@ -233,6 +233,7 @@ CASES: list[Case] = [
     Case("export-tle unknown preset", ["constellation", "export-tle", "starlonk", "out/x.tle"], "starlonk"),
     Case("bench fec --blocks 0", ["bench", "fec", "--blocks", "0"], "--blocks"),
     Case("bench constellation --threads 0", ["bench", "constellation", "--threads", "0"], "--threads"),
+    Case("bench startup --runs 0", ["bench", "startup", "--runs", "0"], "--runs"),
     Case("bench emu --scheme unknown", ["bench", "emu", "--scheme", "quantum"], "--scheme"),
     Case("results query on a directory that is not a store", ["results", "query", "SELECT 1", "--store", "store"],
          "catalog", {"store/.keep": ""}),

@@ -160,3 +160,62 @@ def emu_bench(
         # Each CPU's busy share over the data plane's run (/proc/stat; the data plane spins on its own).
         "cpu_busy_share": e["cpu_busy_share"],
     }
+
+
+def startup_bench(runs: int = 10, scenario: Path | None = None) -> dict[str, Any]:
+    """`leoguard run` of a 1 s scenario as a whole process (issue 31's target: 0.25 s):
+    `scenarios/bench-chain.toml --duration 1 --json`, run `runs` times in fresh interpreters through
+    the program's entry point (`leoguard.cli_run.main`), wall seconds from start to exit. Then one run
+    more under `python -X importtime` says what the imports cost (milliseconds per top-level package,
+    its modules' own times summed, those of 5 ms or more; importtime's bookkeeping inflates them a
+    little) and whether numpy was among them. `scenario` replaces the chain."""
+    import json
+    import statistics
+    import subprocess
+    import sys
+    import tempfile
+
+    from leoguard.errors import LeoguardError
+
+    path = scenario or Path(__file__).resolve().parents[2] / "scenarios" / "bench-chain.toml"
+    if not path.is_file():
+        raise LeoguardError(f"bench startup: no scenario at {path} (run it from a leoguard checkout)")
+
+    def run(cmd: list[str]) -> subprocess.CompletedProcess:
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise LeoguardError(f"bench startup: the run failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+        return done
+
+    with tempfile.TemporaryDirectory(prefix="leoguard-bench-") as tmp:
+        argv = ["run", str(path), "--duration", "1", "--out", str(Path(tmp) / "out"), "--json"]
+        code = f"from leoguard.cli_run import main; main({argv!r})"
+        walls = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            done = run([sys.executable, "-c", code])
+            walls.append(time.perf_counter() - t0)
+        hops = json.loads(done.stdout)["packet_hops"]
+        # main() exits the interpreter: an exit hook reports whether numpy was imported by then.
+        probe = "import atexit, sys; atexit.register(lambda: print('numpy' in sys.modules, file=sys.stderr)); " + code
+        it = run([sys.executable, "-X", "importtime", "-c", probe])
+    # Each module's own time, summed by top-level package (polars.* under polars, and so on): self
+    # times add up to the whole import time without counting a nested import twice.
+    top: dict[str, float] = {}
+    for line in it.stderr.splitlines():
+        parts = line.removeprefix("import time:").split("|")
+        if len(parts) == 3 and parts[0].strip().isdigit():
+            # leoguard's own modules by name (the scenario's pydantic models are built in them);
+            # polars' native runtime under polars.
+            full = parts[2].strip()
+            name = full if full.startswith("leoguard.") else full.split(".")[0].replace("_polars_runtime_32", "polars")
+            top[name] = top.get(name, 0.0) + int(parts[0]) / 1e3
+    heavy = sorted(((k, round(v, 1)) for k, v in top.items() if v >= 5.0), key=lambda kv: -kv[1])
+    return {
+        "runs": runs,
+        "wall_s": {k: round(f(walls), 3) for k, f in (("min", min), ("median", statistics.median), ("max", max))},
+        "target_s": 0.25,
+        "packet_hops": hops,
+        "imports_ms": dict(heavy),
+        "numpy_imported": it.stderr.strip().splitlines()[-1] == "True",
+    }

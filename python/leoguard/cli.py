@@ -286,6 +286,20 @@ def bench_fec(
     _show(fec_bench(blocks), as_json)
 
 
+@bench_app.command("startup")
+def bench_startup(
+    runs: Annotated[int, typer.Option(help="Fresh processes to time.")] = 10,
+    as_json: JsonOpt = False,
+) -> None:
+    """`leoguard run` of the 1 s chain (scenarios/bench-chain.toml --duration 1 --json) as a whole
+    process: wall seconds over fresh interpreters, and what its imports cost (target 0.25 s)."""
+    from leoguard.bench import startup_bench
+
+    if runs <= 0:
+        raise LeoguardError(f"invalid --runs = {runs}: must be > 0")
+    _show(startup_bench(runs), as_json)
+
+
 @app.command("run")
 def run_scenario(
     scenario: Annotated[Path, typer.Argument(help="Scenario TOML file (see scenarios/).")],
