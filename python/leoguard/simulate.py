@@ -340,6 +340,13 @@ def simulate_many(
             raise
 
 
+DROP_TYPES = {
+    "t_ns": pl.Int64, "flow": pl.Int64, "seq": pl.Int64, "from_node": pl.UInt32, "to_node": pl.UInt32,
+    "reason": pl.Utf8, "control": pl.Boolean,
+}  # fmt: skip
+"""The drops table's columns (the types polars gives them when the run dropped anything)."""
+
+
 def _table(parquet: bytes) -> pl.DataFrame:
     """A result table the engine handed over as a Parquet file's bytes (flow, times and counters as
     UInt32/UInt64, flags as Boolean; `leoguard_core::parquet`): its large tables cross without numpy."""
@@ -395,12 +402,12 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
     )
     interval = scenario.link_sample_every_s
     link_series = _table(raw["link_series"])
-    if interval > 0:
-        link_series = link_series.with_columns(
-            (pl.col("bytes").cast(pl.Float64) * 8.0 / (pl.col("rate_bps").cast(pl.Float64) * interval)).alias(
-                "utilisation"
-            )
-        )
+    # Every table has its columns, and their types, whether or not the run filled it: results of many
+    # runs concatenate (a drops table with no rows used to have Null columns, which pl.concat refuses).
+    utilisation = pl.col("bytes").cast(pl.Float64) * 8.0 / (pl.col("rate_bps").cast(pl.Float64) * interval)
+    link_series = link_series.with_columns(
+        (utilisation if interval > 0 else pl.lit(None, dtype=pl.Float64)).alias("utilisation")
+    )
     meta = {
         "seed": scenario.seed,
         "code_version": _code_version(),
@@ -410,13 +417,17 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
     if raw["topology_error"]:
         meta["topology_error"] = raw["topology_error"]
     series = _table(raw["series"])
-    if not series.is_empty():
-        # Goodput over each sampling interval, from the bytes acknowledged.
-        dt = (pl.col("t_ns").diff().over("flow").cast(pl.Float64)) / 1e9
-        series = series.with_columns(
-            (pl.col("acked_bytes").diff().over("flow").cast(pl.Float64) * 8.0 / dt).fill_null(0.0).alias("goodput_bps")
-        )
-    hops = pl.DataFrame(raw["hops"], schema_overrides={"from_node": pl.UInt32, "to_node": pl.UInt32})
+    # Goodput over each sampling interval, from the bytes acknowledged.
+    dt = (pl.col("t_ns").diff().over("flow").cast(pl.Float64)) / 1e9
+    series = series.with_columns(
+        (pl.col("acked_bytes").diff().over("flow").cast(pl.Float64) * 8.0 / dt).fill_null(0.0).alias("goodput_bps")
+    )
+    hop_types = {k: pl.Int64 for k in raw["hops"]} | {
+        "from_node": pl.UInt32,
+        "to_node": pl.UInt32,
+        "user_link": pl.Boolean,
+    }
+    hops = pl.DataFrame(raw["hops"], schema_overrides=hop_types)
     hops = hops.with_columns(
         pl.Series("from_name", [name(i) for i in raw["hops"]["from_node"]], dtype=pl.Utf8),
         pl.Series("to_name", [name(i) for i in raw["hops"]["to_node"]], dtype=pl.Utf8),
@@ -426,7 +437,7 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
     )
     res = Results(
         scenario, flows, series, packets, links, link_series,
-        pl.DataFrame(raw["drops"], schema_overrides={"from_node": pl.UInt32, "to_node": pl.UInt32}),
+        pl.DataFrame(raw["drops"], schema_overrides=DROP_TYPES),
         hops, raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta, raw.get("satguard"),
         raw.get("linkguardian"), raw.get("capture"), raw.get("capture_missed", 0), app_delay,
         mpep=raw.get("mpep"), web=_web(raw.get("web")), web_objects=_web_objects(raw.get("web_objects")),

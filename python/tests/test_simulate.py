@@ -302,3 +302,17 @@ def test_a_run_and_its_results_need_no_numpy(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_tables_of_runs_with_and_without_drops_or_hops_concatenate():
+    # A run that dropped nothing and ran no per-hop scheme has empty drops and hops tables; they keep
+    # the columns and types of a run that filled them, so a sweep's tables concatenate.
+    loss = {"model": "bernoulli", "p": 0.02}
+    clean = simulate(chain(duration_s=1.0))
+    lossy = simulate(chain(duration_s=1.0, topology={**chain().topology.model_dump(exclude_none=True), "loss": loss}))
+    hop = simulate(chain(duration_s=1.0, satguard={"process_all": True}))
+    assert clean.drops.is_empty() and not lossy.drops.is_empty() and clean.hops.is_empty() and not hop.hops.is_empty()
+    for name in ("drops", "hops", "series", "link_series"):
+        frames = [getattr(r, name) for r in (clean, lossy, hop)]
+        assert len({tuple(f.schema.items()) for f in frames}) == 1, name
+        assert pl.concat(frames).height == sum(f.height for f in frames)
