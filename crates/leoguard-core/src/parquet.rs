@@ -3,9 +3,10 @@
 //!
 //! The Python side hands a run's large tables to polars as these bytes (`pl.read_parquet`), so a
 //! run's results need no numpy. The file follows the Apache Parquet format (parquet-format's
-//! `parquet.thrift`, Thrift compact protocol): "PAR1", data pages (v1) of at most `PAGE_ROWS` rows per column, the file
-//! metadata, its length and "PAR1". Unsigned columns carry both the INTEGER logical type and the
-//! legacy converted type, so readers map them to UInt16/UInt32/UInt64 and not to signed integers.
+//! `parquet.thrift`, Thrift compact protocol): "PAR1", each column's data pages (v1) of at most
+//! `PAGE_ROWS` rows, the file metadata, its length and "PAR1". Unsigned columns carry both the
+//! INTEGER logical type and the legacy converted type, so readers map them to UInt16/UInt32/UInt64
+//! and not to signed integers.
 
 use std::ops::Range;
 
