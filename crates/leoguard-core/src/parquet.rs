@@ -42,9 +42,6 @@ pub enum ParquetError {
         /// The first column's values.
         rows: usize,
     },
-    /// A page would pass Parquet's 32-bit page size.
-    #[error("column {0} is too large for one Parquet page (2 GiB)")]
-    TooLarge(String),
     /// Two columns share a name.
     #[error("two columns are named {0}")]
     Duplicate(String),
@@ -182,14 +179,6 @@ fn def_levels(present: impl Iterator<Item = bool>, n: usize, out: &mut [u8]) -> 
     start + groups
 }
 
-/// The Parquet file of a table (columns in order, named). An empty table (no rows) is valid.
-pub fn write_table(columns: &[(&str, Column)]) -> Result<Vec<u8>, ParquetError> {
-    let t = Table::new(columns)?;
-    let mut file = vec![0; t.len()];
-    t.write(&mut file);
-    Ok(file)
-}
-
 /// A table laid out as a Parquet file: its length is known before it is written, so a caller can
 /// write it straight into memory it owns (the Python bytes object of `leoguard._core`).
 pub struct Table<'a> {
@@ -220,6 +209,8 @@ impl<'a> Table<'a> {
     }
 
     fn with_page_rows(columns: &'a [(&'a str, Column)], page_rows: usize) -> Result<Self, ParquetError> {
+        // A page of at most PAGE_ROWS values of 8 bytes, plus its levels, fits Parquet's i32 sizes.
+        assert!((1..=PAGE_ROWS).contains(&page_rows), "pages of 1 to PAGE_ROWS rows");
         let rows = columns.first().map_or(0, |(_, c)| c.len());
         for (i, (name, c)) in columns.iter().enumerate() {
             if c.len() != rows {
@@ -234,13 +225,10 @@ impl<'a> Table<'a> {
         let mut offset = 4i64;
         for (i, (name, c)) in columns.iter().enumerate().filter(|_| rows > 0) {
             let start = offset;
-            for first in (0..rows).step_by(page_rows.max(1)) {
-                let r = first..rows.min(first + page_rows.max(1));
+            for first in (0..rows).step_by(page_rows) {
+                let r = first..rows.min(first + page_rows);
                 let len = c.slice(r.clone()).page_len();
-                // page_rows values of 8 bytes plus levels: far below i32::MAX for any PAGE_ROWS used.
-                let too_large = || ParquetError::TooLarge((*name).to_string());
-                let size = i32::try_from(len).map_err(|_| too_large())?;
-                let values = i32::try_from(r.len()).map_err(|_| too_large())?;
+                let (size, values) = (len as i32, r.len() as i32);
                 let mut header = Compact::default();
                 header.i32(1, PAGE_DATA);
                 header.i32(2, size);
@@ -294,18 +282,13 @@ impl<'a> Table<'a> {
     }
 
     /// The file's length in bytes.
-    pub fn len(&self) -> usize {
+    pub fn file_len(&self) -> usize {
         4 + self.pages.iter().map(|p| p.header.len() + p.len).sum::<usize>() + self.footer.len() + 8
     }
 
-    /// Whether the file is empty: never (a file without rows still has its schema).
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-
-    /// Writes the file into `out`, `len()` bytes, all zero.
+    /// Writes the file into `out`, `file_len()` bytes, all zero.
     pub fn write(&self, out: &mut [u8]) {
-        assert_eq!(out.len(), self.len(), "a Parquet table is written into exactly its length");
+        assert_eq!(out.len(), self.file_len(), "a Parquet table is written into exactly its length");
         out[..4].copy_from_slice(b"PAR1");
         let mut at = 4;
         for p in &self.pages {
@@ -453,6 +436,14 @@ impl Compact {
 mod tests {
     use super::*;
 
+    /// The Parquet file of a table.
+    fn write_table(columns: &[(&str, Column)]) -> Result<Vec<u8>, ParquetError> {
+        let t = Table::new(columns)?;
+        let mut file = vec![0; t.file_len()];
+        t.write(&mut file);
+        Ok(file)
+    }
+
     #[test]
     fn thrift_compact_encodings_match_the_spec() {
         let mut v = Vec::new();
@@ -561,7 +552,7 @@ mod tests {
             t.pages.iter().map(|p| (p.column, p.rows.clone())).collect::<Vec<_>>(),
             [(0, 0..3), (0, 3..6), (0, 6..8), (1, 0..3), (1, 3..6), (1, 6..8)]
         );
-        let mut file = vec![0; t.len()];
+        let mut file = vec![0; t.file_len()];
         t.write(&mut file);
         let mut at = 4;
         for p in &t.pages {

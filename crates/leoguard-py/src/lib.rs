@@ -55,7 +55,7 @@ pub(crate) fn parquet_table<'py>(
 ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
     // Written straight into the bytes object: a large table is not first built in a Vec and copied.
     let table = leoguard_core::parquet::Table::new(columns).map_err(|e| LeoguardError::new_err(e.to_string()))?;
-    pyo3::types::PyBytes::new_with(py, table.len(), |out| {
+    pyo3::types::PyBytes::new_with(py, table.file_len(), |out| {
         table.write(out);
         Ok(())
     })

@@ -332,15 +332,22 @@ impl Sim {
         }
     }
 
-    fn drive(&mut self) {
-        let Some(mut d) = self.driver.take() else { return };
+    /// Runs `f` on the driver and applies the controls it appends; None without a driver.
+    fn with_driver<R>(&mut self, f: impl FnOnce(&mut dyn Driver, &mut Vec<Control>) -> R) -> Option<R> {
+        let mut d = self.driver.take()?;
         let mut out = std::mem::take(&mut self.driver_out);
-        let next = d.step(self.net.now, &mut out);
+        let r = f(d.as_mut(), &mut out);
         for a in out.drain(..) {
             self.apply(a);
         }
         self.driver_out = out;
         self.driver = Some(d);
+        Some(r)
+    }
+
+    fn drive(&mut self) {
+        let now = self.net.now;
+        let Some(next) = self.with_driver(|d, out| d.step(now, out)) else { return };
         for &n in &self.lazy_dests {
             if let Some(s) = self.route_stale.get_mut(n as usize) {
                 *s = true;
@@ -454,14 +461,7 @@ impl Sim {
         #[cfg(test)]
         EAGER_ROUTES.set((EAGER_ROUTES.get().0, EAGER_ROUTES.get().1 + 1));
         self.route_stale[dst as usize] = false;
-        let Some(mut d) = self.driver.take() else { return };
-        let mut out = std::mem::take(&mut self.driver_out);
-        d.refresh(dst, &mut out);
-        for a in out.drain(..) {
-            self.apply(a);
-        }
-        self.driver_out = out;
-        self.driver = Some(d);
+        self.with_driver(|d, out| d.refresh(dst, out));
     }
 
     /// Forwards a packet from `at`; `hook` says whether the node's hook sees it leave.

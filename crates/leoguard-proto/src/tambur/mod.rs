@@ -143,11 +143,8 @@ pub fn covered_ranges(
     mut each: impl FnMut(std::ops::Range<u64>),
 ) -> bool {
     let lo = f.saturating_sub(u64::from(tau));
-    if (lo..=f).any(|g| get(g).is_none()) {
-        return false;
-    }
-    for g in lo..=f {
-        let Some(l) = get(g) else { return false };
+    let Some(layouts) = (lo..=f).map(get).collect::<Option<Vec<_>>>() else { return false };
+    for (g, l) in (lo..=f).zip(layouts) {
         if g == f || (g == lo && f >= u64::from(tau)) {
             each(l.u());
         }
