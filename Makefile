@@ -40,6 +40,9 @@ build: setup ## Build the Rust core (profile dist: fat LTO, profile-guided) and 
 	$(PY) tools/pgo_build.py $(if $(filter 0,$(PGO)),--no-pgo)
 	cargo build --profile dist -p leoguard-tunnel -p leoguard-transport
 	install -m 755 target/dist/leoguard-tunnel target/dist/leoguard-relay target/dist/leoguard-transport $(VENV)/bin/
+	@# Byte-compile the package: the install is editable, and where PYTHONDONTWRITEBYTECODE is set (this
+	@# VM) every process would otherwise compile its modules anew, ~30 ms of `leoguard run` (docs/performance.md).
+	$(PY) -m compileall -q python/leoguard
 
 demo: build ## Install, build, and run the main demo (New York - London over Starlink shell 1)
 	$(VENV)/bin/leoguard demo --out out/demo
