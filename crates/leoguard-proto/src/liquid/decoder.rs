@@ -133,6 +133,11 @@ pub struct Decoder {
     cursor: u32,
     /// Blocks whose report or retry is still to come.
     active: BTreeSet<u32>,
+    /// `handle_timeout` has nothing to do before this instant (None: not until an arrival says
+    /// otherwise). A lower bound on the held blocks' report, retry and abandon times, lowered to zero
+    /// by anything that can bring one forward (a new block, a block's size learnt, a block completed),
+    /// so that a datagram scans the held blocks only when one may be due, not on every arrival.
+    scan_at: Option<Instant>,
     out: VecDeque<Vec<u8>>,
     urgent: Vec<FeedbackEntry>,
     periodic: Vec<FeedbackEntry>,
@@ -151,6 +156,7 @@ impl Decoder {
             highest: None,
             cursor: 0,
             active: BTreeSet::new(),
+            scan_at: Some(Instant::ZERO),
             out: VecDeque::new(),
             urgent: Vec::new(),
             periodic: Vec::new(),
@@ -198,14 +204,15 @@ impl Decoder {
         self.stats.datagrams += 1;
         b.last_arrival = now;
         if h.k != 0 {
+            if b.k.is_none() {
+                // Its size known, the block is closed: its report may be due now.
+                self.scan_at = Some(Instant::ZERO);
+            }
             b.k = Some(u32::from(h.k));
         }
         if sym.is_some() {
             b.sym = sym;
         }
-        // Short symbols (a block's last) are padded back to the block's symbol size.
-        let mut data = symbol.to_vec();
-        data.resize(b.sym.unwrap_or(self.cfg.symbol_size as usize), 0);
         if !b.reported {
             self.active.insert(h.block);
         }
@@ -218,6 +225,9 @@ impl Decoder {
             // Counted for the feedback; the block needs nothing more.
             return Ok(());
         }
+        // Short symbols (a block's last) are padded back to the block's symbol size.
+        let mut data = symbol.to_vec();
+        data.resize(b.sym.unwrap_or(self.cfg.symbol_size as usize), 0);
         if h.repair {
             b.repair.push((h.esi, data));
         } else {
@@ -247,6 +257,10 @@ impl Decoder {
 
     /// Whether a symbol of block `id` may be taken; creates it (and placeholders for skipped ids).
     fn admit(&mut self, now: Instant, id: u32) -> bool {
+        if self.highest.is_none_or(|h| id > h) {
+            // A new block (or a later one closing those before it) may bring a report forward.
+            self.scan_at = Some(Instant::ZERO);
+        }
         let Some(highest) = self.highest else {
             self.floor = id;
             self.cursor = id;
@@ -336,6 +350,7 @@ impl Decoder {
         }
         if b.have_source == k {
             b.complete = true;
+            self.scan_at = Some(Instant::ZERO);
             b.repair = Vec::new();
             b.rq = None;
             self.stats.blocks_complete += 1;
@@ -386,6 +401,7 @@ impl Decoder {
         }
         b.have_source = k;
         b.complete = true;
+        self.scan_at = Some(Instant::ZERO);
         b.repair = Vec::new();
         b.rq = None;
         self.stats.blocks_recovered += 1;
@@ -394,6 +410,10 @@ impl Decoder {
     /// Copies `len` bytes of block `b` at `off`, if every symbol they lie in is present; also says
     /// whether any of them was decoded.
     fn read(b: &Block, t: usize, off: usize, len: usize) -> Option<(Vec<u8>, bool)> {
+        // A frame waiting on a lost symbol is tried on every arrival: find that out before copying.
+        if len > 0 && !(off / t..=(off + len - 1) / t).all(|s| b.symbols.get(s).is_some_and(Option::is_some)) {
+            return None;
+        }
         let mut out = Vec::with_capacity(len);
         let mut recovered = false;
         let mut pos = off;
@@ -415,9 +435,11 @@ impl Decoder {
         let Some(b) = self.blocks.get_mut(&id) else { return };
         let t = b.sym.unwrap_or(self.cfg.symbol_size as usize);
         let limit = b.k.map_or(MAX_BLOCK_SYMBOLS as usize * t, |k| k as usize * t);
-        // Lowest offset first: packets leave in entry order whenever their bytes allow.
-        let mut work = b.pending.clone();
-        while let Some(off) = work.pop_first() {
+        // Lowest offset first: packets leave in entry order whenever their bytes allow. A frame cut
+        // adds the next one (at a higher offset) to `pending`, where this walk finds it.
+        let mut from = 0;
+        while let Some(&off) = b.pending.range(from..).next() {
+            from = off + 1;
             let o = off as usize;
             if o == limit || o + FRAME_PREFIX > limit {
                 // The frame chain reached the end of the block (no room for a prefix: padding).
@@ -448,7 +470,6 @@ impl Decoder {
             let f = b.frames.entry(next).or_insert(Frame::Pending);
             if *f == Frame::Pending {
                 b.pending.insert(next);
-                work.insert(next);
             }
             if in_order {
                 b.held.insert(off, packet);
@@ -552,6 +573,9 @@ impl Decoder {
 
     /// Reports blocks that went quiet, retries short ones, abandons old ones.
     pub fn handle_timeout(&mut self, now: Instant) {
+        if self.scan_at.is_none_or(|t| now < t) {
+            return;
+        }
         let mut done = Vec::new();
         for &id in &self.active {
             let Some(b) = self.blocks.get_mut(&id) else {
@@ -608,12 +632,50 @@ impl Decoder {
         if self.cfg.in_order {
             self.release();
         }
+        self.scan_at = self.next_scan();
+    }
+
+    /// The earliest instant a scan of the held blocks can find work, as they stand (`scan_at`):
+    /// a closed block's report, a short block's retry, the oldest block's abandonment, at once for
+    /// a block to retire. Unlike `poll_timeout`, feedback already queued does not count (sending it
+    /// is `poll_feedback`'s), nor do blocks not yet closed (what closes one resets `scan_at`).
+    fn next_scan(&self) -> Option<Instant> {
+        let mut next: Option<Instant> = None;
+        let mut consider = |t: Instant| next = Some(next.map_or(t, |n| n.min(t)));
+        for id in &self.active {
+            match self.blocks.get(id) {
+                Some(b) if !b.reported => {
+                    if self.closed(*id, b) {
+                        consider(b.last_arrival + self.cfg.feedback_delay);
+                    }
+                }
+                Some(b) if !b.complete => consider(b.retry_at.unwrap_or(Instant::ZERO)),
+                _ => consider(Instant::ZERO),
+            }
+        }
+        if let Some(b) = self.blocks.values().next() {
+            consider(b.opened + self.cfg.abandon_after);
+        }
+        next
     }
 
     /// Whether block `id` is closed at the encoder as far as this end knows: complete, its size
     /// known, or a later block seen.
     fn closed(&self, id: u32, b: &Block) -> bool {
         b.complete || b.k.is_some() || self.highest.is_some_and(|h| h > id)
+    }
+
+    /// Makes the next `handle_timeout` scan the held blocks whatever `scan_at` says: a twin decoder
+    /// made to scan on every call behaves as if scans were never skipped.
+    #[cfg(test)]
+    pub(super) fn rescan(&mut self) {
+        self.scan_at = Some(Instant::ZERO);
+    }
+
+    /// `scan_at`, for tests.
+    #[cfg(test)]
+    pub(super) fn scan_at(&self) -> Option<Instant> {
+        self.scan_at
     }
 
     /// Counters.
