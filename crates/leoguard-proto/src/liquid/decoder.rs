@@ -134,9 +134,11 @@ pub struct Decoder {
     /// Blocks whose report or retry is still to come.
     active: BTreeSet<u32>,
     /// `handle_timeout` has nothing to do before this instant (None: not until an arrival says
-    /// otherwise). A lower bound on the held blocks' report, retry and abandon times, lowered to zero
-    /// by anything that can bring one forward (a new block, a block's size learnt, a block completed),
-    /// so that a datagram scans the held blocks only when one may be due, not on every arrival.
+    /// otherwise). A lower bound on the held blocks' report, retry and abandon times: lowered to zero
+    /// by anything that can close a block or bring work forward (a new block, a block's size learnt, a
+    /// block completed), and to an arrival's report time when it lands in a closed, unreported block
+    /// (a block that joins `active` late, or an arrival stamped earlier than the last). So a datagram
+    /// scans the held blocks only when one may be due, not on every arrival.
     scan_at: Option<Instant>,
     out: VecDeque<Vec<u8>>,
     urgent: Vec<FeedbackEntry>,
@@ -215,6 +217,11 @@ impl Decoder {
         }
         if !b.reported {
             self.active.insert(h.block);
+            if b.complete || b.k.is_some() || self.highest.is_some_and(|x| x > h.block) {
+                // Closed: its report is due one feedback delay after this arrival.
+                let due = now + self.cfg.feedback_delay;
+                self.scan_at = Some(self.scan_at.map_or(due, |t| t.min(due)));
+            }
         }
         if h.repair {
             self.stats.repair_symbols += 1;
@@ -410,7 +417,8 @@ impl Decoder {
     /// Copies `len` bytes of block `b` at `off`, if every symbol they lie in is present; also says
     /// whether any of them was decoded.
     fn read(b: &Block, t: usize, off: usize, len: usize) -> Option<(Vec<u8>, bool)> {
-        // A frame waiting on a lost symbol is tried on every arrival: find that out before copying.
+        // A frame waiting on a lost symbol is tried on every arrival of its block: find that out
+        // before copying.
         if len > 0 && !(off / t..=(off + len - 1) / t).all(|s| b.symbols.get(s).is_some_and(Option::is_some)) {
             return None;
         }
@@ -636,9 +644,10 @@ impl Decoder {
     }
 
     /// The earliest instant a scan of the held blocks can find work, as they stand (`scan_at`):
-    /// a closed block's report, a short block's retry, the oldest block's abandonment, at once for
-    /// a block to retire. Unlike `poll_timeout`, feedback already queued does not count (sending it
-    /// is `poll_feedback`'s), nor do blocks not yet closed (what closes one resets `scan_at`).
+    /// a closed block's report, a short block's retry, the oldest block's abandonment (and at once
+    /// for a block to retire from `active`, though the scan that calls this has just retired them).
+    /// Unlike `poll_timeout`, feedback already queued does not count (sending it is
+    /// `poll_feedback`'s), nor do blocks not yet closed (what closes one resets `scan_at`).
     fn next_scan(&self) -> Option<Instant> {
         let mut next: Option<Instant> = None;
         let mut consider = |t: Instant| next = Some(next.map_or(t, |n| n.min(t)));

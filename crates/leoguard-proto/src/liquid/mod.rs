@@ -20,6 +20,8 @@ pub mod wire;
 pub mod workload;
 
 #[cfg(test)]
+mod scan_tests;
+#[cfg(test)]
 mod tests;
 
 pub use decoder::{Decoder, DecoderStats};

@@ -4,16 +4,16 @@ use leoguard_core::{stream, Duration, Instant, RngStream};
 use proptest::prelude::*;
 use std::collections::{HashMap, VecDeque};
 
-fn ms(n: u64) -> Duration {
+pub(super) fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-fn at(us: u64) -> Instant {
+pub(super) fn at(us: u64) -> Instant {
     Instant(us * 1000)
 }
 
 /// A packet whose bytes identify it: id (4 bytes) then a pattern derived from the id.
-fn packet(id: u32, len: usize) -> Vec<u8> {
+pub(super) fn packet(id: u32, len: usize) -> Vec<u8> {
     let mut p = vec![0u8; len.max(4)];
     p[..4].copy_from_slice(&id.to_be_bytes());
     for (i, b) in p.iter_mut().enumerate().skip(4) {
@@ -22,11 +22,11 @@ fn packet(id: u32, len: usize) -> Vec<u8> {
     p
 }
 
-fn drain_tx(enc: &mut Encoder, now: Instant) -> Vec<Vec<u8>> {
+pub(super) fn drain_tx(enc: &mut Encoder, now: Instant) -> Vec<Vec<u8>> {
     std::iter::from_fn(|| enc.poll_transmit(now)).collect()
 }
 
-fn drain_rx(dec: &mut Decoder) -> Vec<Vec<u8>> {
+pub(super) fn drain_rx(dec: &mut Decoder) -> Vec<Vec<u8>> {
     std::iter::from_fn(|| dec.poll_packet()).collect()
 }
 
@@ -638,119 +638,4 @@ fn a_block_the_encoder_may_still_be_filling_is_not_reported_short() {
     let fb = dec.poll_feedback(at(6_100 + 2_100)).expect("block 0 is short now");
     let entries = wire::parse_feedback(&fb).unwrap();
     assert!(entries.iter().any(|e| e.block == 0 && !e.complete && e.received == 1), "{entries:?}");
-}
-
-/// What drives `run_twins`: packets entering at a step, whether the n-th forward datagram or a
-/// feedback datagram is lost, and the time step, each from the step number and one random stream.
-struct TwinPlan<'a> {
-    packets: &'a mut dyn FnMut(u32, &mut RngStream) -> Vec<Vec<u8>>,
-    lose_fwd: &'a mut dyn FnMut(u32, u64, &mut RngStream) -> bool,
-    lose_back: &'a mut dyn FnMut(u32, &mut RngStream) -> bool,
-    dt: &'a mut dyn FnMut(&mut RngStream) -> Duration,
-}
-
-/// Runs an encoder and two decoders fed the same datagrams at the same instants over 15 ms paths,
-/// one decoder skipping scans while no held block can be due (`scan_at`), its twin made to scan
-/// its blocks on every call; asserts, step by step, that they deliver the same packets, send the
-/// same feedback, count the same and ask for the same wake-ups. Returns the decoder's counters and
-/// how many arrivals skipped the scan.
-fn run_twins(cfg: LiquidConfig, seed: u64, steps: u32, plan: TwinPlan) -> (DecoderStats, u64) {
-    let (mut enc, mut dec, mut twin) =
-        (Encoder::new(cfg).unwrap(), Decoder::new(cfg).unwrap(), Decoder::new(cfg).unwrap());
-    let mut rng = stream(seed, "liquid-scan");
-    let (mut fwd, mut back) = (VecDeque::new(), VecDeque::<(Instant, Vec<u8>)>::new());
-    let (mut now, mut sent, mut skipped) = (Instant::ZERO, 0u64, 0u64);
-    for step in 0..steps {
-        for p in (plan.packets)(step, &mut rng) {
-            enc.push(now, &p);
-        }
-        enc.handle_timeout(now);
-        for d in drain_tx(&mut enc, now) {
-            sent += 1;
-            if !(plan.lose_fwd)(step, sent - 1, &mut rng) {
-                fwd.push_back((now + ms(15), d));
-            }
-        }
-        while fwd.front().is_some_and(|(t, _)| *t <= now) {
-            let (_, d) = fwd.pop_front().unwrap();
-            skipped += u64::from(dec.scan_at().is_none_or(|t| now < t));
-            twin.rescan();
-            assert_eq!(dec.on_datagram(now, &d).is_ok(), twin.on_datagram(now, &d).is_ok());
-        }
-        dec.handle_timeout(now);
-        twin.rescan();
-        twin.handle_timeout(now);
-        loop {
-            twin.rescan();
-            let f = dec.poll_feedback(now);
-            assert_eq!(f, twin.poll_feedback(now), "seed {seed} step {step}: feedback");
-            let Some(f) = f else { break };
-            if !(plan.lose_back)(step, &mut rng) {
-                back.push_back((now + ms(15), f));
-            }
-        }
-        while back.front().is_some_and(|(t, _)| *t <= now) {
-            let (_, f) = back.pop_front().unwrap();
-            enc.on_feedback(now, &f).unwrap();
-        }
-        assert_eq!(drain_rx(&mut dec), drain_rx(&mut twin), "seed {seed} step {step}: packets");
-        assert_eq!(dec.stats(), twin.stats(), "seed {seed} step {step}: counters");
-        assert_eq!(dec.poll_timeout(), twin.poll_timeout(), "seed {seed} step {step}: wake-up");
-        now += (plan.dt)(&mut rng);
-    }
-    (dec.stats(), skipped)
-}
-
-/// Skipping scans while no held block can be due changes nothing (`run_twins`). The traffic comes
-/// in bursts and pauses, then sparse, with random loss of data and feedback, a stretch where all
-/// feedback is lost (blocks are retried, then abandoned), and time steps of 0, 100 µs and 3 ms.
-#[test]
-fn skipping_scans_while_nothing_is_due_changes_nothing() {
-    for (seed, in_order) in [(1, false), (2, true), (3, false), (4, true)] {
-        let blackout = |step: u32| (4_000..7_000).contains(&step);
-        let mut id = 0u32;
-        let (s, skipped) = run_twins(
-            LiquidConfig { in_order, ..Default::default() },
-            seed,
-            13_000,
-            TwinPlan {
-                // Busy, then sparse (a block at a time), then idle.
-                packets: &mut |step, rng| {
-                    let n = if rng.bernoulli([0.5, 0.01, 0.0][(step / 9_000 + step / 11_000) as usize]) {
-                        1 + rng.next_u64() % 4
-                    } else {
-                        0
-                    };
-                    (0..n).map(|_| (packet(id, 40 + (rng.next_u64() % 1460) as usize), id += 1).0).collect()
-                },
-                lose_fwd: &mut |step, _, rng| rng.bernoulli(if blackout(step) { 0.3 } else { 0.05 }),
-                lose_back: &mut |step, rng| blackout(step) || rng.bernoulli(0.1),
-                dt: &mut |rng| {
-                    Duration::from_micros([0, 3_000, 100, 100, 100, 100, 100, 100][(rng.next_u64() % 8) as usize])
-                },
-            },
-        );
-        // Every path a scan takes was taken, and most arrivals skipped the scan.
-        assert!(s.blocks_recovered > 0 && s.short_reports > 0 && s.blocks_lost > 0 && s.delivered > 0, "{s:?}");
-        assert!(skipped * 2 > s.datagrams, "{skipped} of {} arrivals skipped the scan", s.datagrams);
-    }
-}
-
-/// The same for one short block alone: reported, answered with repair, decoded while its retry is
-/// still pending (the retry time then must not linger in `poll_timeout`).
-#[test]
-fn a_short_block_alone_is_retired_as_if_scanned_on_every_arrival() {
-    let (s, _) = run_twins(
-        LiquidConfig::default(),
-        5,
-        1_500,
-        TwinPlan {
-            packets: &mut |step, _| if step == 0 { (0..9).map(|i| packet(i, 1400)).collect() } else { vec![] },
-            // 10 source symbols + 1 repair: source symbols 2 and 5 and the repair symbol lost.
-            lose_fwd: &mut |_, n, _| n == 2 || n == 5 || n == 10,
-            lose_back: &mut |_, _| false,
-            dt: &mut |_| Duration::from_micros(100),
-        },
-    );
-    assert_eq!((s.short_reports, s.blocks_recovered, s.delivered), (1, 1, 9));
 }
