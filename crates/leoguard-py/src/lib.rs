@@ -47,18 +47,20 @@ pub(crate) fn get<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str) 
     }
 }
 
-/// A result table as the bytes of a Parquet file, which the Python side reads with polars
-/// (`leoguard.simulate._table`): large columns cross without numpy.
-pub(crate) fn parquet_table<'py>(
-    py: Python<'py>,
+/// Sets `out[name]` to a result table as the bytes of a Parquet file, which the Python side reads
+/// with polars (`leoguard.simulate._table`): large columns cross without numpy.
+pub(crate) fn set_table(
+    out: &Bound<'_, PyDict>,
+    name: &str,
     columns: &[(&str, leoguard_core::parquet::Column)],
-) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+) -> PyResult<()> {
     // Written straight into the bytes object: a large table is not first built in a Vec and copied.
     let table = leoguard_core::parquet::Table::new(columns).map_err(|e| LeoguardError::new_err(e.to_string()))?;
-    pyo3::types::PyBytes::new_with(py, table.file_len(), |out| {
-        table.write(out);
+    let bytes = pyo3::types::PyBytes::new_with(out.py(), table.file_len(), |buf| {
+        table.write(buf);
         Ok(())
-    })
+    })?;
+    out.set_item(name, bytes)
 }
 
 pub(crate) fn need<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {

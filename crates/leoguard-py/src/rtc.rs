@@ -1,6 +1,6 @@
 //! Bindings of the WebRTC flows and the Tambur scheme: scenario dicts in, result columns out.
 
-use crate::{get, parquet_table, LeoguardError};
+use crate::{get, set_table, LeoguardError};
 use leoguard_core::parquet::Column;
 use leoguard_core::Duration;
 use leoguard_proto::tambur::TamburConfig;
@@ -93,8 +93,9 @@ pub(crate) fn tambur(d: &Bound<'_, PyDict>) -> PyResult<Option<TamburOptions>> {
 /// Adds `webrtc`, `webrtc_frames`, `webrtc_fps` and `tambur` to a result dict.
 pub(crate) fn results<'py>(py: Python<'py>, r: &RunResult, out: &Bound<'py, PyDict>) -> PyResult<()> {
     let fr = &r.webrtc_frames;
-    let frames = parquet_table(
-        py,
+    set_table(
+        out,
+        "webrtc_frames",
         &[
             ("flow", Column::U32(fr.iter().map(|x| x.flow).collect())),
             ("frame", Column::U64(fr.iter().map(|x| x.frame).collect())),
@@ -105,17 +106,16 @@ pub(crate) fn results<'py>(py: Python<'py>, r: &RunResult, out: &Bound<'py, PyDi
             ("render_ns", Column::OptU64(fr.iter().map(|x| x.render_ns).collect())),
         ],
     )?;
-    out.set_item("webrtc_frames", frames)?;
     let fp = &r.webrtc_fps;
-    let fps = parquet_table(
-        py,
+    set_table(
+        out,
+        "webrtc_fps",
         &[
             ("flow", Column::U32(fp.iter().map(|x| x.flow).collect())),
             ("t_s", Column::F64(fp.iter().map(|x| x.t_s).collect())),
             ("fps", Column::F64(fp.iter().map(|x| x.fps).collect())),
         ],
     )?;
-    out.set_item("webrtc_fps", fps)?;
     let w = &r.webrtc;
     let s = PyDict::new(py);
     macro_rules! col {

@@ -2,7 +2,7 @@
 //! models first; the Rust side validates again and names fields) and returns columns.
 
 mod topo;
-use crate::{get, need, parquet_table, LeoguardError};
+use crate::{get, need, set_table, LeoguardError};
 use leoguard_core::parquet::Column;
 use leoguard_core::{Bps, Duration, Instant};
 use leoguard_net::RateSchedule;
@@ -459,8 +459,9 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     }
     out.set_item("flows", flows)?;
     let sr = &r.series;
-    let series = parquet_table(
-        py,
+    set_table(
+        &out,
+        "series",
         &[
             ("flow", Column::U32(sr.iter().map(|x| x.flow).collect())),
             ("t_ns", Column::U64(sr.iter().map(|x| x.t_ns).collect())),
@@ -471,10 +472,10 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
             ("retransmissions", Column::U64(sr.iter().map(|x| x.retransmissions).collect())),
         ],
     )?;
-    out.set_item("series", series)?;
     let pr = &r.packets;
-    let packets = parquet_table(
-        py,
+    set_table(
+        &out,
+        "packets",
         &[
             ("flow", Column::U32(pr.iter().map(|x| x.flow).collect())),
             ("seq", Column::U64(pr.iter().map(|x| x.seq).collect())),
@@ -484,10 +485,10 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
             ("hops", Column::U16(pr.iter().map(|x| x.hops).collect())),
         ],
     )?;
-    out.set_item("packets", packets)?;
     let ar = &r.app_delay;
-    let app = parquet_table(
-        py,
+    set_table(
+        &out,
+        "app_delay",
         &[
             ("flow", Column::U32(ar.iter().map(|x| x.flow).collect())),
             ("seq", Column::U64(ar.iter().map(|x| x.seq).collect())),
@@ -495,7 +496,6 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
             ("delivered_ns", Column::OptU64(ar.iter().map(|x| x.delivered_ns).collect())),
         ],
     )?;
-    out.set_item("app_delay", app)?;
     let st = PyDict::new(py);
     let sr = &r.startcp;
     st.set_item("flow", sr.iter().map(|x| x.flow).collect::<Vec<_>>())?;
@@ -543,8 +543,9 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     drops.set_item("control", dr.iter().map(|x| x.control).collect::<Vec<_>>())?;
     out.set_item("drops", drops)?;
     let lr = &r.link_series;
-    let ls = parquet_table(
-        py,
+    set_table(
+        &out,
+        "link_series",
         &[
             ("t_ns", Column::U64(lr.iter().map(|x| x.t_ns).collect())),
             ("from_node", Column::U32(lr.iter().map(|x| x.from).collect())),
@@ -556,7 +557,6 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
             ("up", Column::Bool(lr.iter().map(|x| x.up).collect())),
         ],
     )?;
-    out.set_item("link_series", ls)?;
     out.set_item("packet_hops", r.packet_hops)?;
     if let Some(st) = &r.satguard {
         out.set_item("satguard", counters_dict(py, st.fields())?)?;

@@ -143,8 +143,13 @@ pub fn covered_ranges(
     mut each: impl FnMut(std::ops::Range<u64>),
 ) -> bool {
     let lo = f.saturating_sub(u64::from(tau));
-    let Some(layouts) = (lo..=f).map(get).collect::<Option<Vec<_>>>() else { return false };
-    for (g, l) in (lo..=f).zip(layouts) {
+    // Two look-ups per frame rather than a vector of layouts per call: this runs once per parity
+    // in the decoder's solve, and `get` is a look-up in a handful of frames.
+    if (lo..=f).any(|g| get(g).is_none()) {
+        return false;
+    }
+    for g in lo..=f {
+        let Some(l) = get(g) else { return false };
         if g == f || (g == lo && f >= u64::from(tau)) {
             each(l.u());
         }
