@@ -23,8 +23,6 @@ position in the 15 s cycle). A named `profile` loads a stored fit (`python/leogu
 starlink_profiles/`), each naming the measurement it was fitted on and that measurement's licence.
 """
 
-from __future__ import annotations
-
 import itertools
 import json
 import zlib
@@ -87,13 +85,13 @@ class Access(_Model):
     down_mbps_quantiles: list[Annotated[float, Field(gt=0.0, le=1e6)]] | None = None
 
     @model_validator(mode="after")
-    def _check(self) -> Access:
+    def _check(self) -> "Access":
         _quantiles(self.extra_rtt_ms_quantiles, "extra_rtt_ms_quantiles")
         for f in ("up_mbps_quantiles", "down_mbps_quantiles"):
             _quantiles(getattr(self, f), f)
         return self
 
-    def resolved(self) -> tuple[Access, dict[str, Any] | None, dict[str, Any] | None]:
+    def resolved(self) -> tuple["Access", dict[str, Any] | None, dict[str, Any] | None]:
         """This access with a named profile's fields filled in (fields given, not None, win) and the
         defaults of what neither gives; the profile's `gsl_loss` (None without a profile) and its record
         (name, source, licence)."""
@@ -110,7 +108,7 @@ class Access(_Model):
 _BOUNDARY_DEFAULTS = {"boundary_extra_ms": 0.0, "boundary_length_s": 0.5, "boundary_share": 1.0}
 
 
-def _uniforms(seed: int, label: str, n: int) -> np.ndarray:
+def _uniforms(seed: int, label: str, n: int) -> "np.ndarray":
     """`n` uniforms keyed by (seed, label): the same for every run of a seed, whatever its traffic."""
     import numpy as np
 
@@ -118,7 +116,7 @@ def _uniforms(seed: int, label: str, n: int) -> np.ndarray:
     return np.random.Generator(np.random.Philox(key=key)).random(n)
 
 
-def _inverse_cdf(q: list[float], u: np.ndarray) -> np.ndarray:
+def _inverse_cdf(q: list[float], u: "np.ndarray") -> "np.ndarray":
     """Piecewise-linear inverse CDF through `q` at equally spaced levels 0..1."""
     import numpy as np
 
@@ -131,7 +129,7 @@ def boundary_phase_s(epoch_unix_s: float) -> float:
     return float((BOUNDARY_S - epoch_unix_s) % PERIOD_S)
 
 
-def extra_rtt_ms(a: Access, t_s: np.ndarray, seed: int, epoch_unix_s: float, who: str = "") -> np.ndarray:
+def extra_rtt_ms(a: Access, t_s: "np.ndarray", seed: int, epoch_unix_s: float, who: str = "") -> "np.ndarray":
     """The round-trip delay a resolved access (`Access.resolved`) adds at each step time `t_s` (run
     seconds); `who` tells several terminals' draws apart."""
     import numpy as np
@@ -150,7 +148,7 @@ def extra_rtt_ms(a: Access, t_s: np.ndarray, seed: int, epoch_unix_s: float, who
     return out
 
 
-def rates_bps(a: Access, t_s: np.ndarray, seed: int, who: str = "") -> list[list[int] | None] | None:
+def rates_bps(a: Access, t_s: "np.ndarray", seed: int, who: str = "") -> list[list[int] | None] | None:
     """Per step, the dish's [uplink, downlink] capacity in bit/s (None without rate quantiles)."""
     import numpy as np
 

@@ -6,8 +6,6 @@ optional `[[events]]` (links going down and up) and `[[routes]]` (scheduled rout
 are node numbers or node names (see each topology's `node_names`).
 """
 
-from __future__ import annotations
-
 import re
 import tomllib
 from pathlib import Path
@@ -98,7 +96,7 @@ class Flow(_Model):
     jitter_percentile: float = Field(default=99.0, ge=50, le=100)
 
     @model_validator(mode="after")
-    def _cbr_rate(self) -> Flow:
+    def _cbr_rate(self) -> "Flow":
         if self.kind == "cbr" and self.rate_mbps is None:
             raise ValueError("a cbr flow needs rate_mbps")
         if self.kind == "tcp" and self.rate_mbps is not None and self.bytes is not None:
@@ -200,7 +198,7 @@ class Scenario(_Model):
         return v
 
     @model_validator(mode="after")
-    def _bounded_output(self) -> Scenario:
+    def _bounded_output(self) -> "Scenario":
         # A run's sample series are bounded so that a typo (1e-9 for 1e-1) is an error, not a hang.
         for field in ("sample_every_s", "link_sample_every_s"):
             every = getattr(self, field)
@@ -217,7 +215,7 @@ class Scenario(_Model):
         return safe_dir_name(self.name)
 
     @model_validator(mode="after")
-    def _shape(self) -> Scenario:
+    def _shape(self) -> "Scenario":
         if self.satguard is not None and self.linkguardian is not None:
             raise ValueError("give [satguard] or [linkguardian], not both: each is a whole per-hop scheme")
         if self.mpep is not None and (

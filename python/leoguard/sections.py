@@ -3,8 +3,6 @@
 base model every scenario model shares (unknown fields are errors). `leoguard.scenario` re-exports
 them; the split keeps each file to one responsibility."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -80,7 +78,7 @@ class Satguard(_Model):
     dedup_window: int = Field(default=16_384, ge=1, lt=32_768)
 
     @model_validator(mode="after")
-    def _holds(self) -> Satguard:
+    def _holds(self) -> "Satguard":
         lo, init, hi = self.reorder_min_hold_ms, self.reorder_initial_hold_ms, self.reorder_max_hold_ms
         if not lo <= init <= hi:
             raise ValueError(f"reorder holds must satisfy min <= initial <= max, got {lo} <= {init} <= {hi} (ms)")
@@ -167,7 +165,7 @@ class Liquid(_Model):
     flows: list[int] | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
-    def _times(self) -> Liquid:
+    def _times(self) -> "Liquid":
         if self.idle_ms > self.block_ms:
             raise ValueError(f"idle_ms = {self.idle_ms} must be at most block_ms = {self.block_ms}")
         if self.abandon_ms <= self.block_ms:
@@ -266,7 +264,7 @@ class Startcp(_Model):
     weights: Path | None = None
 
     @model_validator(mode="after")
-    def _policy(self) -> Startcp:
+    def _policy(self) -> "Startcp":
         if self.policy == "fixed" and self.lead_ms is None:
             raise ValueError('startcp.policy = "fixed" needs lead_ms')
         if self.policy == "scripted" and not self.leads_ms:
@@ -344,7 +342,7 @@ class Leotp(_Model):
     paper: bool = False
 
     @model_validator(mode="after")
-    def _switches(self) -> Leotp:
+    def _switches(self) -> "Leotp":
         if self.variant is not None and (self.in_network_retx is not None or self.hop_cc is not None):
             raise ValueError("give variant or the switches in_network_retx / hop_cc, not both")
         if isinstance(self.mid_nodes, float) and not 0 < self.mid_nodes <= 1:

@@ -2,8 +2,6 @@
 leo-path), explicit `[[links]]`, link loss models and rate schedules. Pydantic models whose errors name
 the field; `leoguard.scenario` assembles them into a `Scenario`."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
@@ -44,7 +42,7 @@ class Loss(_Model):
     """cycle_profile's outage mode: slots of this length lost whole (CRN, by time); missing: per packet."""
 
     @model_validator(mode="after")
-    def _needs(self) -> Loss:
+    def _needs(self) -> "Loss":
         need = {
             "bernoulli": ["p"],
             "gilbert_elliott": ["p_gb", "p_bg", "loss_good", "loss_bad"],
@@ -74,7 +72,7 @@ class RateSchedule(_Model):
     )
 
     @model_validator(mode="after")
-    def _steps(self) -> RateSchedule:
+    def _steps(self) -> "RateSchedule":
         if self.period_s / len(self.rates_mbps) < 1e-6:
             raise ValueError(
                 f"period_s = {self.period_s} gives each of the {len(self.rates_mbps)} steps less than 1 µs"
@@ -135,7 +133,7 @@ class Chain(_Model):
     """The links that follow `rate_schedule`: "all", or link indices (link i joins nodes i and i+1)."""
 
     @model_validator(mode="after")
-    def _schedule_on(self) -> Chain:
+    def _schedule_on(self) -> "Chain":
         on = self.rate_schedule_on
         if isinstance(on, list):
             bad = [i for i in on if not 0 <= i < self.hops]
@@ -166,7 +164,7 @@ class Dumbbell(_Model):
     loss: Loss | None = None
 
     @model_validator(mode="after")
-    def _delays(self) -> Dumbbell:
+    def _delays(self) -> "Dumbbell":
         d = self.access_delay_ms
         if isinstance(d, list) and (len(d) != self.pairs or min(d) < 0):
             raise ValueError(f"access_delay_ms needs {self.pairs} values >= 0, one per pair")
@@ -261,7 +259,7 @@ class ConstellationTopology(_Model):
     """Every user terminal's measured access link (each its own draws; leoguard.access, docs/realism.md)."""
 
     @model_validator(mode="after")
-    def _some_ground(self) -> ConstellationTopology:
+    def _some_ground(self) -> "ConstellationTopology":
         if not self.ground and self.top_cities == 0:
             raise ValueError("give ground places (ground = [...]) and/or top_cities = N")
         joint = self.policy == "best-path" or (self.policy == "global-schedule" and self.slot_criterion == "path-aware")
@@ -341,7 +339,7 @@ class LeoPath(_Model):
     per-second capacity, and with a named `profile` its fitted loss (leoguard.access, docs/realism.md)."""
 
     @model_validator(mode="after")
-    def _two_places(self) -> LeoPath:
+    def _two_places(self) -> "LeoPath":
         from leoguard.places import place
 
         pa, pb = place(self.a), place(self.b)
