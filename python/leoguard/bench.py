@@ -168,7 +168,7 @@ def startup_bench(runs: int = 10, scenario: Path | None = None) -> dict[str, Any
     the program's entry point (`leoguard.cli_run.main`), wall seconds from start to exit. Then one run
     more under `python -X importtime` says what the imports cost (milliseconds per top-level package,
     its modules' own times summed, those of 5 ms or more; importtime's bookkeeping inflates them a
-    little) and whether numpy was among them. `scenario` replaces the chain."""
+    little) and whether numpy and polars were among them. `scenario` replaces the chain."""
     import json
     import statistics
     import subprocess
@@ -196,8 +196,9 @@ def startup_bench(runs: int = 10, scenario: Path | None = None) -> dict[str, Any
             done = run([sys.executable, "-c", code])
             walls.append(time.perf_counter() - t0)
         hops = json.loads(done.stdout)["packet_hops"]
-        # main() exits the interpreter: an exit hook reports whether numpy was imported by then.
-        probe = "import atexit, sys; atexit.register(lambda: print('numpy' in sys.modules, file=sys.stderr)); " + code
+        # main() exits the interpreter: an exit hook reports whether numpy and polars were imported.
+        hook = "print('numpy' in sys.modules, 'polars' in sys.modules, file=sys.stderr)"
+        probe = f"import atexit, sys; atexit.register(lambda: {hook}); " + code
         it = run([sys.executable, "-X", "importtime", "-c", probe])
     # Each module's own time, summed by top-level package (polars.* under polars, and so on): self
     # times add up to the whole import time without counting a nested import twice.
@@ -217,5 +218,6 @@ def startup_bench(runs: int = 10, scenario: Path | None = None) -> dict[str, Any
         "target_s": 0.25,
         "packet_hops": hops,
         "imports_ms": dict(heavy),
-        "numpy_imported": it.stderr.strip().splitlines()[-1] == "True",
+        "numpy_imported": it.stderr.strip().splitlines()[-1].split()[0] == "True",
+        "polars_imported": it.stderr.strip().splitlines()[-1].split()[1] == "True",
     }

@@ -1,28 +1,31 @@
-"""Running scenarios on the packet simulator: `simulate(scenario) -> Results` with polars DataFrames."""
+"""Running scenarios on the packet simulator: `simulate(scenario) -> Results` with polars DataFrames
+(made when first read: `leoguard.tables`)."""
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
-
-from leoguard import _core
+from leoguard import _core, tables
 from leoguard.errors import LeoguardError, make_dir
 from leoguard.scenario import Scenario, load_scenario
+from leoguard.tables import TableField
+from leoguard.tables import new_tables as tables_state
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 def web_summary(web: pl.DataFrame) -> list[dict[str, Any]]:
     """Per web flow of a `web` table: loads started and finished, mean and median page load time and
     Speed Index (finished loads), and the retransmissions when the table has them (the simulator's)."""
+    import polars as pl
+
     extra = [pl.col("retransmissions").sum()] if "retransmissions" in web.columns else []
     g = web.group_by("flow", maintain_order=True).agg(
         pl.len().alias("loads"),
@@ -40,23 +43,10 @@ def lossy_seconds_table(links: list[tuple[int, int, list | None]]) -> pl.DataFra
     """The lossy seconds of each link's per-second loss model (`starlink`), one row per link and lossy
     second: from_node, to_node, second, rate. Drawn from streams keyed by (seed, link, second), so the
     table is the same for any traffic, scheme or engine (docs/loss-models.md, "Common random numbers")."""
-    rows = [(a, b, int(s), float(r)) for a, b, secs in links for s, r in (secs or [])]
-    schema = {"from_node": pl.UInt32, "to_node": pl.UInt32, "second": pl.UInt64, "rate": pl.Float64}
-    return pl.DataFrame(rows, schema=schema, orient="row")
+    return tables.frame(tables.lossy_seconds_result(tables.lossy_seconds_rows(links)))
 
 
-def loss_process(table: pl.DataFrame) -> dict[str, Any]:
-    """A run's loss process in brief: links with per-second models, lossy seconds, and a digest of the
-    whole table, equal between two runs exactly when they drew the same lossy seconds and rates."""
-    import hashlib
-
-    t = table.sort("from_node", "to_node", "second")
-    text = ";".join(f"{a}>{b}:{s}:{r:.17g}" for a, b, s, r in t.iter_rows())
-    return {
-        "links": t.select("from_node", "to_node").unique().height,
-        "lossy_seconds": t.height,
-        "digest": hashlib.sha256(text.encode()).hexdigest()[:16],
-    }
+loss_process = tables.loss_process
 
 
 def flow_summary(r: dict[str, Any]) -> dict[str, Any]:
@@ -82,66 +72,124 @@ def flow_summary(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@dataclass
+#: The result tables of a simulator run, in the order `Results.write` writes them (the WebRTC ones
+#: only when the run has WebRTC flows).
+TABLES = (
+    "flows", "series", "packets", "links", "link_series", "drops", "hops", "app_delay", "web", "web_objects",
+    "lossy_seconds",
+)  # fmt: skip
+WEBRTC_TABLES = ("webrtc", "webrtc_frames", "webrtc_fps")
+
+
 class Results:
     """A run's results: per-flow summary and time series, per-packet records, per-link counters and
     time series, drops. `complete` is False when the run was interrupted: the tables then cover the
-    first `simulated_s` seconds."""
+    first `simulated_s` seconds.
 
-    scenario: Scenario
-    flows: pl.DataFrame
-    series: pl.DataFrame
-    packets: pl.DataFrame
-    links: pl.DataFrame
-    link_series: pl.DataFrame
-    drops: pl.DataFrame
-    hops: pl.DataFrame
-    packet_hops: int
-    wall_s: float
-    run_s: float
-    simulated_s: float
-    complete: bool = True
-    meta: dict[str, Any] = field(default_factory=dict)
-    satguard: dict[str, int] | None = None
-    linkguardian: dict[str, int] | None = None
-    capture: bytes | None = None
-    """The `[capture]` as a pcap file (IPv6, link type RAW), or None without one."""
-    capture_missed: int = 0
-    """Packets the capture saw past its `max_packets` (not recorded)."""
-    app_delay: pl.DataFrame = field(default_factory=pl.DataFrame)
+    Each table is a polars DataFrame, made from the engine's columns the first time it is read
+    (`leoguard.tables`). `write` needs none of them read, nor does `summary` but for the page loads of
+    web flows, so a run without web flows is summarised and written without polars."""
+
+    flows = TableField()
+    """One row per flow: goodput, losses, retransmissions, OWD percentiles."""
+    series = TableField()
+    """Per-flow time series (cwnd, in flight, RTT, acknowledged bytes, goodput)."""
+    packets = TableField()
+    """One row per delivered data packet: sent and received times, OWD, retransmission, hops."""
+    links = TableField()
+    """Per-link counters and loss model."""
+    link_series = TableField()
+    """Per-link time series (bytes, queue, drops, up, utilisation)."""
+    drops = TableField()
+    """Dropped packets: when, where, why."""
+    hops = TableField()
+    """Hop-by-hop senders' counters (SATGUARD, LinkGuardian)."""
+    app_delay = TableField()
     """Application-perceived delay of sampled TCP segments (`app_delay_every`): flow, seq, sent_ns,
     delivered_ns (null: not delivered by the end), delay_ms."""
-    mpep: dict[str, Any] | None = None
-    """M-PEP's counters (`[mpep]`; see docs/mpep.md) plus per-migration lists `migration_t_ns`,
-    `migration_delays_ns` and `migration_state_bytes`, or None without it."""
-    web: pl.DataFrame = field(default_factory=pl.DataFrame)
+    web = TableField()
     """Page loads of web flows, one row per load started (docs/web.md)."""
-    web_objects: pl.DataFrame = field(default_factory=pl.DataFrame)
+    web_objects = TableField()
     """Objects of those page loads: request and completion times after navigation start."""
-    lossy_seconds: pl.DataFrame = field(default_factory=lambda: lossy_seconds_table([]))
+    lossy_seconds = TableField()
     """Lossy seconds of each link's per-second loss model: from_node, to_node, second, rate
     (`lossy_seconds_table`)."""
-    webrtc: pl.DataFrame = field(default_factory=pl.DataFrame)
+    webrtc = TableField()
     """Per WebRTC flow: delay, jitter-buffer delay, FPS, freezes, NACK/PLI/FEC counters (docs/webrtc.md)."""
-    webrtc_frames: pl.DataFrame = field(default_factory=pl.DataFrame)
+    webrtc_frames = TableField()
     """Per WebRTC frame: flow, frame, key, size, capture/complete/render times (ns; null if never)."""
-    webrtc_fps: pl.DataFrame = field(default_factory=pl.DataFrame)
+    webrtc_fps = TableField()
     """Frames rendered in each whole second of each WebRTC flow (from its first rendered frame)."""
-    startcp: pl.DataFrame = field(default_factory=pl.DataFrame)
+    startcp = TableField()
     """StarTCP senders' stalls, one row per handover stalled for: flow, predicted_ns, stall_start_ns,
     stall_end_ns (null: still stalled), probes, reason ("notice" / "timeout"), lead_ns and the lead
     policy's input `state_*` (docs/startcp.md)."""
-    interruptions: pl.DataFrame = field(default_factory=pl.DataFrame)
+    interruptions = TableField()
     """Interruptions StarTCP receivers detected: flow, start_ns, duration_ns, stalled."""
-    tambur: dict[str, int] | None = None
-    """Counters of the `[tambur]` slot scheme, when it runs."""
-    liquid: dict[str, int] | None = None
-    """Counters of the `[liquid]` tunnel ends summed over nodes, when it runs (docs/liquid.md)."""
-    leotp: dict[str, int] | None = None
-    """Counters of the LEOTP mid nodes summed over nodes, when a run has LEOTP flows (docs/leotp.md)."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        tables: dict[str, Any],
+        packet_hops: int,
+        wall_s: float,
+        run_s: float,
+        simulated_s: float,
+        complete: bool = True,
+        meta: dict[str, Any] | None = None,
+        summary_rows: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> None:
+        self._tables, self._tables_lock = tables_state()
+        self._tables.update(tables)
+        self.scenario = scenario
+        self.packet_hops = packet_hops
+        self.wall_s = wall_s
+        self.run_s = run_s
+        self.simulated_s = simulated_s
+        self.complete = complete
+        self.meta = meta or {}
+        # What `summary` reads: the engine's flow rows, link columns, lossy seconds and WebRTC rows.
+        self._summary = summary_rows or {}
+        self.satguard: dict[str, int] | None = extra.pop("satguard", None)
+        self.linkguardian: dict[str, int] | None = extra.pop("linkguardian", None)
+        self.capture: bytes | None = extra.pop("capture", None)
+        """The `[capture]` as a pcap file (IPv6, link type RAW), or None without one."""
+        self.capture_missed: int = extra.pop("capture_missed", 0)
+        """Packets the capture saw past its `max_packets` (not recorded)."""
+        self.mpep: dict[str, Any] | None = extra.pop("mpep", None)
+        """M-PEP's counters (`[mpep]`; see docs/mpep.md) plus per-migration lists `migration_t_ns`,
+        `migration_delays_ns` and `migration_state_bytes`, or None without it."""
+        self.tambur: dict[str, int] | None = extra.pop("tambur", None)
+        """Counters of the `[tambur]` slot scheme, when it runs."""
+        self.liquid: dict[str, int] | None = extra.pop("liquid", None)
+        """Counters of the `[liquid]` tunnel ends summed over nodes, when it runs (docs/liquid.md)."""
+        self.leotp: dict[str, int] | None = extra.pop("leotp", None)
+        """Counters of the LEOTP mid nodes summed over nodes, when a run has LEOTP flows (docs/leotp.md)."""
+        if extra:
+            raise TypeError(f"Results got unknown fields {sorted(extra)}")
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled (a Ray worker's results) or copied: the engine's tables as their columns' bytes, so
+        # a copy owns its tables.
+        with self._tables_lock:
+            state = self.__dict__.copy()
+            state["_tables"] = tables.tables_state(self._tables)
+        del state["_tables_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._tables = tables.unpickled(self._tables)
+        self._tables_lock = tables_state()[1]
 
     def summary(self) -> dict[str, Any]:
-        """One JSON-able object: the scenario, seed, and per flow goodput, losses, retransmissions, OWD."""
+        """One JSON-able object: the scenario, seed, and per flow goodput, losses, retransmissions, OWD.
+        It is the run as the engine returned it (replacing a table's DataFrame does not change it)."""
+        s = self._summary
+        links = s["links"]
+        lossy = s["lossy_seconds"]
+        has_web = tables.table_rows(self._tables.get("web")) > 0
         return {
             "scenario": self.scenario.name,
             "seed": self.scenario.seed,
@@ -151,22 +199,22 @@ class Results:
             "packet_hops": self.packet_hops,
             "wall_s": round(self.wall_s, 4),
             "run_s": round(self.run_s, 4),
-            "flows": [flow_summary(r) for r in self.flows.iter_rows(named=True)],
+            "flows": [flow_summary(r) for r in s["flows"]],
             "links": {
-                "realised_loss_max": float(self.links["realised_loss"].max() or 0.0),
-                "drops_queue": int(self.links["drops_queue"].sum()),
-                "drops_down": int(self.links["drops_down"].sum()),
+                "realised_loss_max": float(max(links["realised_loss"], default=0.0) or 0.0),
+                "drops_queue": int(sum(links["drops_queue"])),
+                "drops_down": int(sum(links["drops_down"])),
             },
             "loss_models": self.loss_models(),
-            **({"loss_process": loss_process(self.lossy_seconds)} if len(self.lossy_seconds) else {}),
+            **({"loss_process": loss_process(lossy)} if lossy else {}),
             **({"satguard": self.satguard} if self.satguard is not None else {}),
             **({"linkguardian": self.linkguardian} if self.linkguardian is not None else {}),
             **({"mpep": self.mpep} if self.mpep is not None else {}),
-            **({"web": self.web_summary()} if not self.web.is_empty() else {}),
+            **({"web": self.web_summary()} if has_web else {}),
             **({"tambur": self.tambur} if self.tambur is not None else {}),
             **({"liquid": self.liquid} if self.liquid is not None else {}),
             **({"leotp": self.leotp} if self.leotp is not None else {}),
-            **({"webrtc": self.webrtc.to_dicts()} if not self.webrtc.is_empty() else {}),
+            **({"webrtc": [dict(r) for r in s["webrtc"]]} if s.get("webrtc") else {}),
         }
 
     def web_summary(self) -> list[dict[str, Any]]:
@@ -177,21 +225,25 @@ class Results:
     def loss_models(self) -> list[dict[str, Any]]:
         """Per loss model and parameter set: how many links carry it and the loss it realised over all
         packets offered to them (drops by the model / packets offered)."""
-        lk = self.links.filter(pl.col("loss_model") != "none")
-        if lk.is_empty():
-            return []
-        g = lk.group_by(["loss_model", "loss_params"], maintain_order=True).agg(
-            pl.len().alias("links"), pl.col("offered").sum(), pl.col("drops_loss").sum()
-        )
+        links = self._summary["links"]
+        groups: dict[tuple[str, Any], list[int]] = {}
+        for model, params, offered, dropped in zip(
+            links["loss_model"], links["loss_params"], links["offered"], links["drops_loss"], strict=True
+        ):
+            if model != "none":
+                g = groups.setdefault((model, params), [0, 0, 0])
+                g[0] += 1
+                g[1] += offered
+                g[2] += dropped
         return [
             {
-                "model": r["loss_model"],
-                "params": r["loss_params"],
-                "links": r["links"],
-                "offered": r["offered"],
-                "realised_loss": round(r["drops_loss"] / r["offered"], 6) if r["offered"] else None,
+                "model": model,
+                "params": params,
+                "links": n,
+                "offered": offered,
+                "realised_loss": round(dropped / offered, 6) if offered else None,
             }
-            for r in g.iter_rows(named=True)
+            for (model, params), (n, offered, dropped) in groups.items()
         ]
 
     def write(self, directory: str | Path) -> dict[str, Path]:
@@ -199,26 +251,9 @@ class Results:
         `capture.pcap` when the scenario has a `[capture]`."""
         d = Path(directory)
         make_dir(d)
-        out = {}
-        tables = [
-            "flows",
-            "series",
-            "packets",
-            "links",
-            "link_series",
-            "drops",
-            "hops",
-            "app_delay",
-            "web",
-            "web_objects",
-            "lossy_seconds",
-        ]
-        if not self.webrtc.is_empty():
-            tables += ["webrtc", "webrtc_frames", "webrtc_fps"]
-        for name in tables:
-            p = d / f"{name}.parquet"
-            getattr(self, name).write_parquet(p)
-            out[name] = p
+        with self._tables_lock:
+            names = TABLES + (WEBRTC_TABLES if tables.table_rows(self._tables.get("webrtc")) else ())
+            out = tables.write_tables(self._tables, names, d)
         meta = d / "run.json"
         info = {
             "scenario": self.scenario.model_dump(),
@@ -319,6 +354,9 @@ def simulate_many(
                 on_start(i)
             out.append(simulate(sc))
         return out
+    # Imported here: `leoguard run` never needs a pool (concurrent.futures costs it ~5 ms).
+    from concurrent.futures import ThreadPoolExecutor
+
     stop = threading.Event()
 
     def check(*_: Any) -> None:
@@ -340,40 +378,21 @@ def simulate_many(
             raise
 
 
-DROP_TYPES = {
-    "t_ns": pl.Int64, "flow": pl.Int64, "seq": pl.Int64, "from_node": pl.UInt32, "to_node": pl.UInt32,
-    "reason": pl.Utf8, "control": pl.Boolean,
-}  # fmt: skip
-"""The drops table's columns (the types polars gives them when the run dropped anything)."""
-
-
-def _table(parquet: bytes) -> pl.DataFrame:
-    """A result table the engine handed over as a Parquet file's bytes (flow, times and counters as
-    UInt32/UInt64, flags as Boolean; `leoguard_core::parquet`): its large tables cross without numpy."""
-    return pl.read_parquet(io.BytesIO(parquet))
-
-
 def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall: float, complete: bool) -> Results:
     names = spec.get("node_names", [])
 
     def name(i: int | None) -> str | None:
         return names[i] if i is not None and i < len(names) else None
 
-    packets = _table(raw["packets"])
-    packets = packets.with_columns(((pl.col("received_ns") - pl.col("sent_ns")).cast(pl.Float64) / 1e6).alias("owd_ms"))
-    # One pass over the packets for every flow's OWD percentiles (linear interpolation, as numpy's).
-    owd = {
-        row["flow"]: (round(row["p50"], 4), round(row["p99"], 4))
-        for row in packets.group_by("flow")
-        .agg(
-            pl.col("owd_ms").quantile(0.5, "linear").alias("p50"),
-            pl.col("owd_ms").quantile(0.99, "linear").alias("p99"),
-        )
-        .iter_rows(named=True)
-    }
+    def named(cols: dict[str, list]) -> dict[str, list]:
+        return cols | {
+            "from_name": [name(i) for i in cols["from_node"]],
+            "to_name": [name(i) for i in cols["to_node"]],
+        }
+
     rows = []
     for i, (f, fc, r) in enumerate(zip(scenario.flows, spec["flows"], raw["flows"], strict=True)):
-        p50, p99 = owd.get(i, (None, None))
+        p50, p99 = r["owd_ms_p50"], r["owd_ms_p99"]
         rows.append(
             {
                 "flow": i,
@@ -382,32 +401,43 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
                 "src": name(fc["src"]),
                 "dst": name(fc["dst"]),
                 **r,
-                "owd_ms_p50": p50,
-                "owd_ms_p99": p99,
+                "owd_ms_p50": None if p50 is None else round(p50, 4),
+                "owd_ms_p99": None if p99 is None else round(p99, 4),
             }
         )
-    flows = pl.DataFrame(
-        rows,
-        schema_overrides={
-            "cc": pl.Utf8, "src": pl.Utf8, "dst": pl.Utf8, "fct_s": pl.Float64, "owd_ms_p50": pl.Float64,
-            "owd_ms_p99": pl.Float64,
-        },
-    )  # fmt: skip
-    lossy = raw["links"].pop("lossy_seconds")
-    lossy = lossy_seconds_table(list(zip(raw["links"]["from_node"], raw["links"]["to_node"], lossy, strict=True)))
-    links = pl.DataFrame(raw["links"])
-    links = links.with_columns(
-        pl.Series("from_name", [name(i) for i in raw["links"]["from_node"]], dtype=pl.Utf8),
-        pl.Series("to_name", [name(i) for i in raw["links"]["to_node"]], dtype=pl.Utf8),
+    flow_cols = {k: [r[k] for r in rows] for k in rows[0]} if rows else {}
+    flow_types = {"cc": "str", "src": "str", "dst": "str", "fct_s": "f64", "owd_ms_p50": "f64", "owd_ms_p99": "f64"}
+    link_cols = raw["links"]
+    lossy = tables.lossy_seconds_rows(
+        zip(link_cols["from_node"], link_cols["to_node"], link_cols.pop("lossy_seconds"), strict=True)
     )
-    interval = scenario.link_sample_every_s
-    link_series = _table(raw["link_series"])
-    # Every table has its columns, and their types, whether or not the run filled it: results of many
-    # runs concatenate (a drops table with no rows used to have Null columns, which pl.concat refuses).
-    utilisation = pl.col("bytes").cast(pl.Float64) * 8.0 / (pl.col("rate_bps").cast(pl.Float64) * interval)
-    link_series = link_series.with_columns(
-        (utilisation if interval > 0 else pl.lit(None, dtype=pl.Float64)).alias("utilisation")
-    )
+    links = named(link_cols)
+    hops = named(raw["hops"])
+    hop_types = {k: "i64" for k in hops} | {
+        "from_node": "u32", "to_node": "u32", "user_link": "bool", "from_name": "str", "to_name": "str",
+    }  # fmt: skip
+    webrtc_rows: list[dict[str, Any]] = []
+    found: dict[str, Any] = {
+        "flows": tables.result_table(flow_cols, tables.infer_types(flow_cols, flow_types)),
+        "links": tables.result_table(links, tables.infer_types(links, {"from_name": "str", "to_name": "str"})),
+        "drops": tables.result_table(tables.columns_of(raw["drops"], tables.DROP_TYPES), tables.DROP_TYPES),
+        "hops": tables.result_table(hops, tables.infer_types(hops, hop_types)),
+        "lossy_seconds": tables.lossy_seconds_result(lossy),
+        "web": tables.result_table(tables.web_columns(raw.get("web")), tables.WEB_DERIVED_TYPES),
+        "web_objects": tables.result_table(
+            tables.columns_of(raw.get("web_objects"), tables.WEB_OBJECT_TYPES), tables.WEB_OBJECT_TYPES
+        ),
+        "startcp": startcp_result(raw.get("startcp")),
+        "interruptions": interruptions_result(raw.get("interruptions")),
+        # Tables the engine built itself, derived columns included.
+        **{k: raw[k] for k in ("series", "packets", "link_series", "app_delay")},
+    }
+    if "webrtc" in raw:
+        w = raw["webrtc"]
+        found["webrtc"] = tables.result_table(w, tables.WEBRTC_TYPES)
+        found["webrtc_frames"] = raw["webrtc_frames"]
+        found["webrtc_fps"] = raw["webrtc_fps"]
+        webrtc_rows = [dict(zip(w, vals, strict=True)) for vals in zip(*w.values(), strict=True)]
     meta = {
         "seed": scenario.seed,
         "code_version": _code_version(),
@@ -416,94 +446,33 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
     }
     if raw["topology_error"]:
         meta["topology_error"] = raw["topology_error"]
-    series = _table(raw["series"])
-    # Goodput over each sampling interval, from the bytes acknowledged.
-    dt = (pl.col("t_ns").diff().over("flow").cast(pl.Float64)) / 1e9
-    series = series.with_columns(
-        (pl.col("acked_bytes").diff().over("flow").cast(pl.Float64) * 8.0 / dt).fill_null(0.0).alias("goodput_bps")
-    )
-    hop_types = {k: pl.Int64 for k in raw["hops"]} | {
-        "from_node": pl.UInt32,
-        "to_node": pl.UInt32,
-        "user_link": pl.Boolean,
-    }
-    hops = pl.DataFrame(raw["hops"], schema_overrides=hop_types)
-    hops = hops.with_columns(
-        pl.Series("from_name", [name(i) for i in raw["hops"]["from_node"]], dtype=pl.Utf8),
-        pl.Series("to_name", [name(i) for i in raw["hops"]["to_node"]], dtype=pl.Utf8),
-    )
-    app_delay = _table(raw["app_delay"]).with_columns(
-        ((pl.col("delivered_ns").cast(pl.Float64) - pl.col("sent_ns").cast(pl.Float64)) / 1e6).alias("delay_ms")
-    )
-    res = Results(
-        scenario, flows, series, packets, links, link_series,
-        pl.DataFrame(raw["drops"], schema_overrides=DROP_TYPES),
-        hops, raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta, raw.get("satguard"),
-        raw.get("linkguardian"), raw.get("capture"), raw.get("capture_missed", 0), app_delay,
-        mpep=raw.get("mpep"), web=_web(raw.get("web")), web_objects=_web_objects(raw.get("web_objects")),
-        lossy_seconds=lossy,
+    summary_rows = {"flows": rows, "links": link_cols, "lossy_seconds": lossy, "webrtc": webrtc_rows}
+    return Results(
+        scenario, found, raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta, summary_rows,
+        satguard=raw.get("satguard"), linkguardian=raw.get("linkguardian"), capture=raw.get("capture"),
+        capture_missed=raw.get("capture_missed", 0), mpep=raw.get("mpep"), tambur=raw.get("tambur"),
+        liquid=raw.get("liquid"), leotp=raw.get("leotp"),
     )  # fmt: skip
-    _webrtc(res, raw)
-    res.startcp = startcp_table(raw.get("startcp"))
-    res.interruptions = interruptions_table(raw.get("interruptions"))
-    return res
+
+
+def startcp_result(d: dict | list | None) -> _core.ResultTable:
+    """The StarTCP stalls (both engines): columns, or rows, of flow, predicted_ns, stall_start_ns,
+    stall_end_ns, probes, reason, lead_ns and the lead policy's `state_*` features."""
+    types = tables.startcp_types()
+    return tables.result_table(tables.columns_of(d, types), types)
+
+
+def interruptions_result(d: dict | list | None) -> _core.ResultTable:
+    """The interruptions StarTCP receivers detected (both engines): columns, or rows, of flow,
+    start_ns, duration_ns, stalled."""
+    return tables.result_table(tables.columns_of(d, tables.INTERRUPTION_TYPES), tables.INTERRUPTION_TYPES)
 
 
 def interruptions_table(d: dict | list | None) -> pl.DataFrame:
-    """`Results.interruptions` (both engines): columns, or rows, of flow, start_ns, duration_ns, stalled."""
-    return pl.DataFrame(
-        d or {}, schema={"flow": pl.UInt32, "start_ns": pl.UInt64, "duration_ns": pl.UInt64, "stalled": pl.Boolean}
-    )
+    """`Results.interruptions` (both engines) as a DataFrame."""
+    return tables.frame(interruptions_result(d))
 
 
 def startcp_table(d: dict | list | None) -> pl.DataFrame:
-    """`Results.startcp` (both engines): columns, or rows, of the StarTCP stalls."""
-    schema: dict[str, Any] = {
-        "flow": pl.UInt32, "predicted_ns": pl.UInt64, "stall_start_ns": pl.UInt64, "stall_end_ns": pl.UInt64,
-        "probes": pl.UInt64, "reason": pl.Utf8, "lead_ns": pl.UInt64,
-    }  # fmt: skip
-    for name in _core.STARTCP_FEATURES:
-        schema[f"state_{name}"] = pl.Float64
-    return pl.DataFrame(d or {}, schema=schema)
-
-
-def _web(raw: dict[str, Any] | None) -> pl.DataFrame:
-    """The page-load table, with times in seconds next to the nanosecond columns."""
-    schema = {
-        "flow": pl.UInt32, "load": pl.UInt32, "page": pl.UInt32, "start_ns": pl.UInt64, "plt_ns": pl.UInt64,
-        "speed_index_ns": pl.UInt64, "objects": pl.UInt32, "objects_done": pl.UInt32, "bytes": pl.UInt64,
-        "origins": pl.UInt32, "connections": pl.UInt32, "dns_ns": pl.UInt64, "handshake_ns": pl.UInt64,
-        "retransmissions": pl.UInt64, "setup_retries": pl.UInt64,
-    }  # fmt: skip
-    df = pl.DataFrame(raw or {k: [] for k in schema}, schema=schema)
-    return df.with_columns(
-        (pl.col("plt_ns").cast(pl.Float64) / 1e9).alias("plt_s"),
-        (pl.col("speed_index_ns").cast(pl.Float64) / 1e9).alias("speed_index_s"),
-        pl.col("plt_ns").is_not_null().alias("finished"),
-    )
-
-
-def _web_objects(raw: dict[str, Any] | None) -> pl.DataFrame:
-    """The per-object table of web page loads."""
-    schema = {
-        "flow": pl.UInt32, "load": pl.UInt32, "object": pl.UInt32, "origin": pl.UInt32, "type": pl.Utf8,
-        "size": pl.UInt64, "parent": pl.UInt32, "requested_ns": pl.UInt64, "done_ns": pl.UInt64,
-        "visual_weight": pl.Float64,
-    }  # fmt: skip
-    return pl.DataFrame(raw or {k: [] for k in schema}, schema=schema)
-
-
-def _webrtc(res: Results, raw: dict[str, Any]) -> None:
-    """The WebRTC tables and the Tambur counters (docs/webrtc.md, docs/tambur.md)."""
-    res.tambur = raw.get("tambur")
-    res.liquid = raw.get("liquid")
-    res.leotp = raw.get("leotp")
-    if "webrtc" not in raw:
-        return
-    res.webrtc = pl.DataFrame(raw["webrtc"], schema_overrides={"flow": pl.UInt32})
-    frames = _table(raw["webrtc_frames"])
-    res.webrtc_frames = frames.with_columns(
-        ((pl.col("render_ns") - pl.col("capture_ns")).cast(pl.Float64) / 1e6).alias("e2e_ms"),
-        ((pl.col("render_ns") - pl.col("complete_ns")).cast(pl.Float64) / 1e6).alias("jb_ms"),
-    )
-    res.webrtc_fps = _table(raw["webrtc_fps"])
+    """`Results.startcp` (both engines) as a DataFrame."""
+    return tables.frame(startcp_result(d))

@@ -21,6 +21,7 @@ mod leotp;
 mod liquid;
 mod rtc;
 mod sim;
+mod table;
 mod tcpscript;
 mod tcptrace;
 mod web;
@@ -52,15 +53,9 @@ pub(crate) fn get<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str) 
 pub(crate) fn set_table(
     out: &Bound<'_, PyDict>,
     name: &str,
-    columns: &[(&str, leoguard_core::parquet::Column)],
+    columns: Vec<(&str, leoguard_core::parquet::Column)>,
 ) -> PyResult<()> {
-    // Written straight into the bytes object: a large table is not first built in a Vec and copied.
-    let table = leoguard_core::parquet::Table::new(columns).map_err(|e| LeoguardError::new_err(e.to_string()))?;
-    let bytes = pyo3::types::PyBytes::new_with(out.py(), table.file_len(), |buf| {
-        table.write(buf);
-        Ok(())
-    })?;
-    out.set_item(name, bytes)
+    out.set_item(name, Py::new(out.py(), table::ResultTable::new(columns)?)?)
 }
 
 pub(crate) fn need<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
@@ -637,6 +632,7 @@ fn gmst_rad(unix_s: f64) -> f64 {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LeoguardError", m.py().get_type::<LeoguardError>())?;
     m.add_class::<PyConstellation>()?;
+    m.add_class::<table::ResultTable>()?;
     m.add_function(wrap_pyfunction!(beam_timeout_ms, m)?)?;
     m.add_function(wrap_pyfunction!(tle_line_checksum, m)?)?;
     m.add_function(wrap_pyfunction!(circular_tle, m)?)?;

@@ -93,10 +93,11 @@ pub(crate) fn tambur(d: &Bound<'_, PyDict>) -> PyResult<Option<TamburOptions>> {
 /// Adds `webrtc`, `webrtc_frames`, `webrtc_fps` and `tambur` to a result dict.
 pub(crate) fn results<'py>(py: Python<'py>, r: &RunResult, out: &Bound<'py, PyDict>) -> PyResult<()> {
     let fr = &r.webrtc_frames;
+    let (e2e, jb) = leoguard_sim::scenario::derived::frame_delays_ms(fr);
     set_table(
         out,
         "webrtc_frames",
-        &[
+        vec![
             ("flow", Column::U32(fr.iter().map(|x| x.flow).collect())),
             ("frame", Column::U64(fr.iter().map(|x| x.frame).collect())),
             ("key", Column::Bool(fr.iter().map(|x| x.key).collect())),
@@ -104,13 +105,15 @@ pub(crate) fn results<'py>(py: Python<'py>, r: &RunResult, out: &Bound<'py, PyDi
             ("capture_ns", Column::U64(fr.iter().map(|x| x.capture_ns).collect())),
             ("complete_ns", Column::OptU64(fr.iter().map(|x| x.complete_ns).collect())),
             ("render_ns", Column::OptU64(fr.iter().map(|x| x.render_ns).collect())),
+            ("e2e_ms", Column::OptF64(e2e)),
+            ("jb_ms", Column::OptF64(jb)),
         ],
     )?;
     let fp = &r.webrtc_fps;
     set_table(
         out,
         "webrtc_fps",
-        &[
+        vec![
             ("flow", Column::U32(fp.iter().map(|x| x.flow).collect())),
             ("t_s", Column::F64(fp.iter().map(|x| x.t_s).collect())),
             ("fps", Column::F64(fp.iter().map(|x| x.fps).collect())),

@@ -10,7 +10,9 @@ use leoguard_proto::satguard::hop::HopSenderStats;
 use leoguard_sim::capture::CaptureSpec;
 use leoguard_sim::engine::QueueLimit;
 use leoguard_sim::loss::{parse_plr_csv, LossSpec};
-use leoguard_sim::scenario::{FlowKind, FlowSpec, LinkEvent, LinkSpec, RouteEvent, RunResult, Running, Scenario};
+use leoguard_sim::scenario::{
+    derived, FlowKind, FlowSpec, LinkEvent, LinkSpec, RouteEvent, RunResult, Running, Scenario,
+};
 use leoguard_sim::schemes::linkguardian::LinkGuardianOptions;
 use leoguard_sim::schemes::satguard::SatguardOptions;
 use leoguard_sim::web::Http;
@@ -362,6 +364,8 @@ struct PySimRun {
     run: std::sync::Mutex<Running>,
     /// Seconds spent in the native simulation so far.
     run_s: f64,
+    /// The scenario's `link_sample_every_s`, for the link series' utilisation.
+    link_interval_s: f64,
 }
 
 impl PySimRun {
@@ -378,7 +382,8 @@ impl PySimRun {
     fn new(spec: &Bound<'_, PyDict>) -> PyResult<Self> {
         let s = scenario(spec)?;
         let run = Running::new(&s).map_err(|e| LeoguardError::new_err(e.to_string()))?;
-        Ok(PySimRun { run: std::sync::Mutex::new(run), run_s: 0.0 })
+        let link_interval_s = get(spec, "link_sample_every_s")?.unwrap_or(0.1);
+        Ok(PySimRun { run: std::sync::Mutex::new(run), run_s: 0.0, link_interval_s })
     }
 
     /// Runs up to `until_s` simulated seconds (capped at the end); the GIL is released meanwhile.
@@ -423,7 +428,7 @@ impl PySimRun {
         let mut guard = self.lock();
         let run: &mut Running = &mut guard;
         let r = py.allow_threads(move || run.collect());
-        result_dict(py, &r, self.run_s)
+        result_dict(py, &r, self.run_s, self.link_interval_s)
     }
 }
 
@@ -436,13 +441,15 @@ fn simulate<'py>(py: Python<'py>, spec: &Bound<'py, PyDict>) -> PyResult<Bound<'
     run.results(py)
 }
 
-fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Bound<'py, PyDict>> {
+fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64, link_interval_s: f64) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
+    let owd = derived::owd_ms(&r.packets);
+    let percentiles = derived::owd_percentiles(&r.packets, &owd);
     out.set_item("run_s", run_s)?;
     out.set_item("simulated_s", r.simulated_ns as f64 / 1e9)?;
     out.set_item("topology_error", r.topology_error.clone())?;
     let flows = PyList::empty(py);
-    for f in &r.flows {
+    for (i, f) in r.flows.iter().enumerate() {
         let d = PyDict::new(py);
         d.set_item("delivered_bytes", f.delivered_bytes)?;
         d.set_item("goodput_bps", f.goodput_bps)?;
@@ -455,6 +462,9 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
         d.set_item("endpoint_loss", f.endpoint_loss)?;
         d.set_item("fct_s", f.fct_s)?;
         d.set_item("packets_sent", f.packets_sent)?;
+        let (p50, p99) = percentiles.get(&(i as u32)).map_or((None, None), |&(a, b)| (Some(a), Some(b)));
+        d.set_item("owd_ms_p50", p50)?;
+        d.set_item("owd_ms_p99", p99)?;
         flows.append(d)?;
     }
     out.set_item("flows", flows)?;
@@ -462,7 +472,7 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     set_table(
         &out,
         "series",
-        &[
+        vec![
             ("flow", Column::U32(sr.iter().map(|x| x.flow).collect())),
             ("t_ns", Column::U64(sr.iter().map(|x| x.t_ns).collect())),
             ("cwnd_bytes", Column::U64(sr.iter().map(|x| x.cwnd).collect())),
@@ -470,30 +480,33 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
             ("srtt_ns", Column::U64(sr.iter().map(|x| x.srtt_ns).collect())),
             ("acked_bytes", Column::U64(sr.iter().map(|x| x.acked).collect())),
             ("retransmissions", Column::U64(sr.iter().map(|x| x.retransmissions).collect())),
+            ("goodput_bps", Column::F64(derived::goodput_bps(sr))),
         ],
     )?;
     let pr = &r.packets;
     set_table(
         &out,
         "packets",
-        &[
+        vec![
             ("flow", Column::U32(pr.iter().map(|x| x.flow).collect())),
             ("seq", Column::U64(pr.iter().map(|x| x.seq).collect())),
             ("sent_ns", Column::U64(pr.iter().map(|x| x.sent_ns).collect())),
             ("received_ns", Column::U64(pr.iter().map(|x| x.received_ns).collect())),
             ("retransmission", Column::Bool(pr.iter().map(|x| x.retransmission).collect())),
             ("hops", Column::U16(pr.iter().map(|x| x.hops).collect())),
+            ("owd_ms", Column::F64(owd)),
         ],
     )?;
     let ar = &r.app_delay;
     set_table(
         &out,
         "app_delay",
-        &[
+        vec![
             ("flow", Column::U32(ar.iter().map(|x| x.flow).collect())),
             ("seq", Column::U64(ar.iter().map(|x| x.seq).collect())),
             ("sent_ns", Column::U64(ar.iter().map(|x| x.sent_ns).collect())),
             ("delivered_ns", Column::OptU64(ar.iter().map(|x| x.delivered_ns).collect())),
+            ("delay_ms", Column::OptF64(derived::app_delay_ms(ar))),
         ],
     )?;
     let st = PyDict::new(py);
@@ -546,7 +559,7 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
     set_table(
         &out,
         "link_series",
-        &[
+        vec![
             ("t_ns", Column::U64(lr.iter().map(|x| x.t_ns).collect())),
             ("from_node", Column::U32(lr.iter().map(|x| x.from).collect())),
             ("to_node", Column::U32(lr.iter().map(|x| x.to).collect())),
@@ -555,6 +568,7 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64) -> PyResult<Boun
             ("queue_bytes", Column::U64(lr.iter().map(|x| x.queue_bytes).collect())),
             ("drops", Column::U64(lr.iter().map(|x| x.drops).collect())),
             ("up", Column::Bool(lr.iter().map(|x| x.up).collect())),
+            ("utilisation", Column::OptF64(derived::utilisation(lr, link_interval_s))),
         ],
     )?;
     out.set_item("packet_hops", r.packet_hops)?;

@@ -12,6 +12,7 @@ use leoguard_net::topo::Topology;
 use leoguard_proto::cc;
 use leoguard_proto::tcp::{TcpConfig, TcpReceiver, TcpSender};
 
+pub mod derived;
 mod leotp;
 mod results;
 pub use leotp::{placed_mid_nodes, refuse_other_schemes, LeotpSpec};
