@@ -15,7 +15,6 @@ from leoguard import _core, tables
 from leoguard.errors import LeoguardError, make_dir
 from leoguard.scenario import Scenario, load_scenario
 from leoguard.tables import TableField
-from leoguard.tables import new_tables as tables_state
 
 if TYPE_CHECKING:
     import polars as pl
@@ -130,7 +129,7 @@ class Results:
     def __init__(
         self,
         scenario: Scenario,
-        tables: dict[str, Any],
+        result_tables: dict[str, Any],
         packet_hops: int,
         wall_s: float,
         run_s: float,
@@ -140,8 +139,8 @@ class Results:
         summary_rows: dict[str, Any] | None = None,
         **extra: Any,
     ) -> None:
-        self._tables, self._tables_lock = tables_state()
-        self._tables.update(tables)
+        self._tables, self._tables_lock = tables.new_tables()
+        self._tables.update(result_tables)
         self.scenario = scenario
         self.packet_hops = packet_hops
         self.wall_s = wall_s
@@ -179,13 +178,18 @@ class Results:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        if "_tables" not in state:
+            raise LeoguardError(
+                "these results were pickled by an older leoguard (before 0.1's tables in Rust): run again"
+            )
         self.__dict__.update(state)
         self._tables = tables.unpickled(self._tables)
-        self._tables_lock = tables_state()[1]
+        self._tables_lock = tables.new_tables()[1]
 
     def summary(self) -> dict[str, Any]:
         """One JSON-able object: the scenario, seed, and per flow goodput, losses, retransmissions, OWD.
-        It is the run as the engine returned it (replacing a table's DataFrame does not change it)."""
+        It is the run as the engine returned it: replacing a table's DataFrame does not change it, but
+        for `web`, whose page loads it reads (`web_summary`)."""
         s = self._summary
         links = s["links"]
         lossy = s["lossy_seconds"]

@@ -119,6 +119,10 @@ class ResultStore:
         except OSError as e:
             shutil.rmtree(tmp, ignore_errors=True)
             raise LeoguardError(f"cannot store run {run_id} under {self.runs_dir}: {e.strerror or e}") from e
+        except BaseException:
+            # Any other failure (an error writing a table, Ctrl-C) leaves no partial run behind either.
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         self._catalogue(run_id, final)
         return final
 

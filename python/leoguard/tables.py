@@ -110,15 +110,26 @@ def infer_types(columns: dict[str, list], known: dict[str, str] | None = None) -
     return out
 
 
-def frame(t: _core.ResultTable | None) -> pl.DataFrame:
-    """A `ResultTable` as a DataFrame (its columns are freed); None: an empty DataFrame."""
+def frame(t: _core.ResultTable | ParquetBytes | None) -> pl.DataFrame:
+    """A `ResultTable` (its columns are freed) or `ParquetBytes` as a DataFrame; None: an empty one."""
     import io
 
     import polars as pl
 
     if t is None:
         return pl.DataFrame()
-    return pl.read_parquet(io.BytesIO(t.take_parquet()))
+    data = t.data if isinstance(t, ParquetBytes) else t.take_parquet()
+    return pl.read_parquet(io.BytesIO(data))
+
+
+class ParquetBytes:
+    """A table between the engine and polars: its uncompressed Parquet bytes. `TableField` keeps a
+    table in this form while polars reads it, so a read that fails (out of memory, Ctrl-C) leaves the
+    table to be read again, written or pickled, not lost."""
+
+    def __init__(self, data: bytes, rows: int) -> None:
+        self.data = data
+        self.rows = rows
 
 
 def lossy_seconds_rows(links: Iterable[tuple[int, int, list | None]]) -> list[tuple[int, int, int, float]]:
@@ -178,10 +189,12 @@ class TableField:
             return self
         tables = obj._tables
         t = tables.get(self.name)
-        if t is None or isinstance(t, _core.ResultTable):
+        if t is None or isinstance(t, _core.ResultTable | ParquetBytes):
             with obj._tables_lock:
                 t = tables.get(self.name)
-                if t is None or isinstance(t, _core.ResultTable):
+                if isinstance(t, _core.ResultTable):
+                    t = tables[self.name] = ParquetBytes(t.take_parquet(), t.rows)
+                if t is None or isinstance(t, ParquetBytes):
                     t = tables[self.name] = frame(t)
         return t
 
@@ -224,18 +237,20 @@ def table_rows(t: Any) -> int:
     """A table's rows, whether a `ResultTable`, a DataFrame or absent (None)."""
     if t is None:
         return 0
-    return t.rows if isinstance(t, _core.ResultTable) else t.height
+    return t.rows if isinstance(t, _core.ResultTable | ParquetBytes) else t.height
 
 
 def write_tables(tables: dict[str, Any], names: Iterable[str], d: Path) -> dict[str, Path]:
     """Writes each table of `names` to `d/NAME.parquet`: from Rust when it was never read, else with
-    polars (an absent table as an empty DataFrame)."""
+    polars (an absent table as an empty DataFrame; one whose read failed as its uncompressed bytes)."""
     out = {}
     for name in names:
         p = d / f"{name}.parquet"
         t = tables.get(name)
         if isinstance(t, _core.ResultTable):
             t.write(p)
+        elif isinstance(t, ParquetBytes):
+            p.write_bytes(t.data)
         else:
             (t if t is not None else frame(None)).write_parquet(p)
         out[name] = p

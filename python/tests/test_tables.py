@@ -14,7 +14,7 @@ import pytest
 
 from leoguard import LeoguardError, _core
 from leoguard.scenario import from_dict
-from leoguard.simulate import TABLES, WEBRTC_TABLES, simulate
+from leoguard.simulate import TABLES, WEBRTC_TABLES, Results, simulate
 from leoguard.tables import loss_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -158,6 +158,30 @@ def test_a_copy_owns_its_tables_and_a_bad_path_is_an_os_error(tmp_path):
         )
     )  # fmt: skip
     assert plain.webrtc.is_empty() and plain.webrtc.schema == r.webrtc.schema
+
+
+def test_a_read_that_fails_leaves_the_table_to_read_again(tmp_path, monkeypatch):
+    r = lossy_run(seed=14)
+    real = pl.read_parquet
+
+    def once(*a, **kw):
+        monkeypatch.setattr(pl, "read_parquet", real)
+        raise MemoryError("polars could not allocate")
+
+    monkeypatch.setattr(pl, "read_parquet", once)
+    with pytest.raises(MemoryError):
+        r.packets  # noqa: B018
+    back = pickle.loads(pickle.dumps(r))
+    r.write(tmp_path / "w")
+    assert r.packets.equals(lossy_run(seed=14).packets) and back.packets.equals(r.packets)
+    assert pl.read_parquet(tmp_path / "w" / "packets.parquet").equals(r.packets)
+    # An older leoguard's pickled results (a dataclass's fields) are refused by name.
+    stale = Results.__new__(Results)
+    with pytest.raises(LeoguardError, match="older leoguard"):
+        stale.__setstate__({"packets": None})
+    with pytest.raises(IsADirectoryError) as e:
+        _core.ResultTable([("a", "i64", [1])]).write(tmp_path)
+    assert e.value.strerror == "Is a directory"
 
 
 def test_a_result_table_refuses_bad_columns_by_name():

@@ -139,7 +139,12 @@ impl ResultTable {
             // An OSError of the errno's own class (IsADirectoryError, ...) naming the file, as
             // polars' writer raised, so callers' `except OSError` still catches a full disk.
             std::fs::write(&path, file).map_err(|e| match e.raw_os_error() {
-                Some(errno) => PyOSError::new_err((errno, e.to_string(), path.display().to_string())),
+                Some(errno) => {
+                    // The error's text without Rust's " (os error N)": Python's own strerror.
+                    let text = e.to_string();
+                    let strerror = text.strip_suffix(&format!(" (os error {errno})")).unwrap_or(&text).to_string();
+                    PyOSError::new_err((errno, strerror, path.display().to_string()))
+                }
                 None => PyOSError::new_err(format!("cannot write {}: {e}", path.display())),
             })
         })

@@ -1,7 +1,11 @@
-//! A result table's columns as bytes and back, for pickling: per column its name, a type tag, its
-//! values (nullable ones: a presence byte before each) in little-endian, strings with their length.
+//! A result table's columns as bytes and back, for pickling: a version mark, then per column its
+//! name, a type tag, its values (nullable ones: a presence byte before each) in little-endian,
+//! strings with their length.
 
 use leoguard_core::parquet::Column;
+
+/// The encoding's mark and version: bytes of another encoding are refused, not misread.
+const MAGIC: &[u8; 4] = b"LGT1";
 
 fn put_len(out: &mut Vec<u8>, n: usize) {
     out.extend_from_slice(&(n as u64).to_le_bytes());
@@ -22,7 +26,7 @@ pub fn encode(columns: &[(String, Column)]) -> Vec<u8> {
             }
         }
     }
-    let mut out = Vec::new();
+    let mut out = MAGIC.to_vec();
     put_len(&mut out, columns.len());
     for (name, c) in columns {
         put_len(&mut out, name.len());
@@ -93,7 +97,7 @@ impl Reader<'_> {
 
 /// The columns `encode` wrote, or None for bytes it did not write.
 pub fn decode(state: &[u8]) -> Option<Vec<(String, Column)>> {
-    let mut r = Reader(state);
+    let mut r = Reader(state.strip_prefix(MAGIC)?);
     let n = r.len()?;
     let mut out = Vec::new();
     for _ in 0..n {
@@ -167,6 +171,7 @@ mod tests {
         let mut longer = bytes.clone();
         longer.push(0);
         assert!(decode(&longer).is_none());
-        assert!(decode(&u64::MAX.to_le_bytes()).is_none());
+        assert!(decode(&[&MAGIC[..], &u64::MAX.to_le_bytes()].concat()).is_none());
+        assert!(decode(&bytes[4..]).is_none(), "no mark, no table");
     }
 }
