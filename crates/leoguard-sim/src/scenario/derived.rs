@@ -8,9 +8,9 @@
 //! One of polars' ways is kept on purpose: polars 2.1 divides a column of two or more values read
 //! from Parquet by a constant as a multiplication by the constant's reciprocal (`x * (1 / 1e6)`,
 //! which can be one unit in the last place off the quotient), and a column of one value by true
-//! division. Doing the same keeps every table equal to those of earlier versions, and to the
-//! emulator's, which polars still derives. (polars is not consistent about it: a frame made by
-//! concatenation may divide exactly; what is copied is what the old code's frames got.)
+//! division. Doing the same keeps every table equal to those earlier versions wrote. (polars is not
+//! consistent about it: a frame made by concatenation may divide exactly; what is copied is what
+//! the old code's frames, read from the engine's Parquet, got.)
 
 /// `x / k` as polars computes it in a column of `rows` values (see above).
 pub fn div_as_polars(x: f64, k: f64, rows: usize) -> f64 {
