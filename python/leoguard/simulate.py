@@ -130,17 +130,27 @@ class Results:
         self,
         scenario: Scenario,
         result_tables: dict[str, Any],
+        summary_rows: dict[str, Any],
         packet_hops: int,
         wall_s: float,
         run_s: float,
         simulated_s: float,
         complete: bool = True,
         meta: dict[str, Any] | None = None,
-        summary_rows: dict[str, Any] | None = None,
-        **extra: Any,
+        *,
+        satguard: dict[str, int] | None = None,
+        linkguardian: dict[str, int] | None = None,
+        capture: bytes | None = None,
+        capture_missed: int = 0,
+        mpep: dict[str, Any] | None = None,
+        tambur: dict[str, int] | None = None,
+        liquid: dict[str, int] | None = None,
+        leotp: dict[str, int] | None = None,
     ) -> None:
         self._tables, self._tables_lock = tables.new_tables()
         self._tables.update(result_tables)
+        # What `summary` reads: the engine's flow rows, link columns, lossy seconds and WebRTC rows.
+        self._summary = summary_rows
         self.scenario = scenario
         self.packet_hops = packet_hops
         self.wall_s = wall_s
@@ -148,25 +158,21 @@ class Results:
         self.simulated_s = simulated_s
         self.complete = complete
         self.meta = meta or {}
-        # What `summary` reads: the engine's flow rows, link columns, lossy seconds and WebRTC rows.
-        self._summary = summary_rows or {}
-        self.satguard: dict[str, int] | None = extra.pop("satguard", None)
-        self.linkguardian: dict[str, int] | None = extra.pop("linkguardian", None)
-        self.capture: bytes | None = extra.pop("capture", None)
+        self.satguard = satguard
+        self.linkguardian = linkguardian
+        self.capture = capture
         """The `[capture]` as a pcap file (IPv6, link type RAW), or None without one."""
-        self.capture_missed: int = extra.pop("capture_missed", 0)
+        self.capture_missed = capture_missed
         """Packets the capture saw past its `max_packets` (not recorded)."""
-        self.mpep: dict[str, Any] | None = extra.pop("mpep", None)
+        self.mpep = mpep
         """M-PEP's counters (`[mpep]`; see docs/mpep.md) plus per-migration lists `migration_t_ns`,
         `migration_delays_ns` and `migration_state_bytes`, or None without it."""
-        self.tambur: dict[str, int] | None = extra.pop("tambur", None)
+        self.tambur = tambur
         """Counters of the `[tambur]` slot scheme, when it runs."""
-        self.liquid: dict[str, int] | None = extra.pop("liquid", None)
+        self.liquid = liquid
         """Counters of the `[liquid]` tunnel ends summed over nodes, when it runs (docs/liquid.md)."""
-        self.leotp: dict[str, int] | None = extra.pop("leotp", None)
+        self.leotp = leotp
         """Counters of the LEOTP mid nodes summed over nodes, when a run has LEOTP flows (docs/leotp.md)."""
-        if extra:
-            raise TypeError(f"Results got unknown fields {sorted(extra)}")
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickled (a Ray worker's results) or copied: the engine's tables as their columns' bytes, so
@@ -427,14 +433,13 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
         "drops": tables.result_table(tables.columns_of(raw["drops"], tables.DROP_TYPES), tables.DROP_TYPES),
         "hops": tables.result_table(hops, tables.infer_types(hops, hop_types)),
         "lossy_seconds": tables.lossy_seconds_result(lossy),
-        "web": tables.result_table(tables.web_columns(raw.get("web")), tables.WEB_DERIVED_TYPES),
         "web_objects": tables.result_table(
             tables.columns_of(raw.get("web_objects"), tables.WEB_OBJECT_TYPES), tables.WEB_OBJECT_TYPES
         ),
         "startcp": startcp_result(raw.get("startcp")),
         "interruptions": interruptions_result(raw.get("interruptions")),
         # Tables the engine built itself, derived columns included.
-        **{k: raw[k] for k in ("series", "packets", "link_series", "app_delay")},
+        **{k: raw[k] for k in ("series", "packets", "link_series", "app_delay", "web")},
     }
     if "webrtc" in raw:
         w = raw["webrtc"]
@@ -452,7 +457,7 @@ def _results(scenario: Scenario, spec: dict[str, Any], raw: dict[str, Any], wall
         meta["topology_error"] = raw["topology_error"]
     summary_rows = {"flows": rows, "links": link_cols, "lossy_seconds": lossy, "webrtc": webrtc_rows}
     return Results(
-        scenario, found, raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta, summary_rows,
+        scenario, found, summary_rows, raw["packet_hops"], wall, raw["run_s"], raw["simulated_s"], complete, meta,
         satguard=raw.get("satguard"), linkguardian=raw.get("linkguardian"), capture=raw.get("capture"),
         capture_missed=raw.get("capture_missed", 0), mpep=raw.get("mpep"), tambur=raw.get("tambur"),
         liquid=raw.get("liquid"), leotp=raw.get("leotp"),

@@ -38,13 +38,6 @@ DROP_TYPES = {
 }  # fmt: skip
 """`drops`: packets dropped, where and why."""
 
-WEB_TYPES = {
-    "flow": "u32", "load": "u32", "page": "u32", "start_ns": "u64", "plt_ns": "u64", "speed_index_ns": "u64",
-    "objects": "u32", "objects_done": "u32", "bytes": "u64", "origins": "u32", "connections": "u32",
-    "dns_ns": "u64", "handshake_ns": "u64", "retransmissions": "u64", "setup_retries": "u64",
-}  # fmt: skip
-"""`web`: page loads as the engine reports them (`web_columns` adds times in seconds)."""
-
 WEB_OBJECT_TYPES = {
     "flow": "u32", "load": "u32", "object": "u32", "origin": "u32", "type": "str", "size": "u64",
     "parent": "u32", "requested_ns": "u64", "done_ns": "u64", "visual_weight": "f64",
@@ -158,22 +151,6 @@ def loss_process(rows: Iterable[tuple[int, int, int, float]] | pl.DataFrame) -> 
         "lossy_seconds": len(t),
         "digest": hashlib.sha256(text.encode()).hexdigest()[:16],
     }
-
-
-def web_columns(raw: dict[str, list] | None) -> dict[str, list]:
-    """The page-load columns with times in seconds next to the nanosecond ones, and `finished`."""
-    cols = columns_of(raw, WEB_TYPES)
-    # As polars divides a column by a constant: times its reciprocal, but a lone value by true
-    # division (leoguard_sim's `derived::div_as_polars`).
-    one = len(cols["plt_ns"]) == 1
-    secs = lambda v: None if v is None else (float(v) / 1e9 if one else float(v) * (1 / 1e9))  # noqa: E731
-    cols["plt_s"] = [secs(v) for v in cols["plt_ns"]]
-    cols["speed_index_s"] = [secs(v) for v in cols["speed_index_ns"]]
-    cols["finished"] = [v is not None for v in cols["plt_ns"]]
-    return cols
-
-
-WEB_DERIVED_TYPES = WEB_TYPES | {"plt_s": "f64", "speed_index_s": "f64", "finished": "bool"}
 
 
 class TableField:

@@ -95,6 +95,25 @@ def test_a_one_row_table_is_divided_as_polars_divides_it():
     assert p.height == 1 and p.with_columns(owd).equals(p) and p["owd_ms"][0] == 19.44
 
 
+@pytest.mark.parametrize("pages", [[3], [0, 1, 2]])
+def test_page_load_times_in_seconds_are_divided_as_polars_divides_them(pages):
+    # One load (a column of one value, divided exactly) and several (times the reciprocal).
+    r = simulate(
+        from_dict(
+            {
+                "name": "web", "duration_s": 12.0, "seed": 5,
+                "topology": {"kind": "chain", "hops": 2, "rate_mbps": 50, "delay_ms": 10, "queue_bytes": 500_000},
+                "flows": [{"kind": "web", "src": 0, "dst": 2, "cc": "cubic", "corpus_seed": 42, "pages": pages}],
+            }
+        )
+    )  # fmt: skip
+    w = r.web
+    secs = [(pl.col(f"{c}_ns").cast(pl.Float64) / 1e9).alias(f"{c}_s") for c in ("plt", "speed_index")]
+    assert w.height == len(pages) and w["plt_s"].null_count() == 0
+    assert w.select(secs).equals(w.select("plt_s", "speed_index_s"))
+    assert w["finished"].to_list() == w["plt_ns"].is_not_null().to_list()
+
+
 def test_the_summary_without_polars_agrees_with_the_tables(run):
     s = run.summary()
     links = run.links

@@ -610,7 +610,7 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64, link_interval_s:
     out.set_item("hops", hops)?;
     out.set_item("capture", r.capture.as_deref().map(|b| PyBytes::new(py, b)))?;
     out.set_item("capture_missed", r.capture_missed)?;
-    out.set_item("web", web_dict(py, &r.web)?)?;
+    web_table(&out, &r.web)?;
     let o = &r.web_objects;
     let objects = PyDict::new(py);
     objects.set_item("flow", o.iter().map(|x| x.flow).collect::<Vec<_>>())?;
@@ -630,25 +630,32 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, run_s: f64, link_interval_s:
     Ok(out)
 }
 
-/// The page loads of web flows as columns.
-fn web_dict<'py>(py: Python<'py>, w: &[leoguard_sim::web::WebLoadRow]) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("flow", w.iter().map(|x| x.flow).collect::<Vec<_>>())?;
-    d.set_item("load", w.iter().map(|x| x.load).collect::<Vec<_>>())?;
-    d.set_item("page", w.iter().map(|x| x.page).collect::<Vec<_>>())?;
-    d.set_item("start_ns", w.iter().map(|x| x.start_ns).collect::<Vec<_>>())?;
-    d.set_item("plt_ns", w.iter().map(|x| x.plt_ns).collect::<Vec<_>>())?;
-    d.set_item("speed_index_ns", w.iter().map(|x| x.speed_index_ns).collect::<Vec<_>>())?;
-    d.set_item("objects", w.iter().map(|x| x.objects).collect::<Vec<_>>())?;
-    d.set_item("objects_done", w.iter().map(|x| x.objects_done).collect::<Vec<_>>())?;
-    d.set_item("bytes", w.iter().map(|x| x.bytes).collect::<Vec<_>>())?;
-    d.set_item("origins", w.iter().map(|x| x.origins).collect::<Vec<_>>())?;
-    d.set_item("connections", w.iter().map(|x| x.connections).collect::<Vec<_>>())?;
-    d.set_item("dns_ns", w.iter().map(|x| x.dns_ns).collect::<Vec<_>>())?;
-    d.set_item("handshake_ns", w.iter().map(|x| x.handshake_ns).collect::<Vec<_>>())?;
-    d.set_item("retransmissions", w.iter().map(|x| x.retransmissions).collect::<Vec<_>>())?;
-    d.set_item("setup_retries", w.iter().map(|x| x.setup_retries).collect::<Vec<_>>())?;
-    Ok(d)
+/// The page loads of web flows, with their times in seconds and whether each finished.
+fn web_table(out: &Bound<'_, PyDict>, w: &[leoguard_sim::web::WebLoadRow]) -> PyResult<()> {
+    set_table(
+        out,
+        "web",
+        vec![
+            ("flow", Column::U32(w.iter().map(|x| x.flow).collect())),
+            ("load", Column::U32(w.iter().map(|x| x.load).collect())),
+            ("page", Column::U32(w.iter().map(|x| x.page).collect())),
+            ("start_ns", Column::U64(w.iter().map(|x| x.start_ns).collect())),
+            ("plt_ns", Column::OptU64(w.iter().map(|x| x.plt_ns).collect())),
+            ("speed_index_ns", Column::OptU64(w.iter().map(|x| x.speed_index_ns).collect())),
+            ("objects", Column::U32(w.iter().map(|x| x.objects).collect())),
+            ("objects_done", Column::U32(w.iter().map(|x| x.objects_done).collect())),
+            ("bytes", Column::U64(w.iter().map(|x| x.bytes).collect())),
+            ("origins", Column::U32(w.iter().map(|x| x.origins).collect())),
+            ("connections", Column::U32(w.iter().map(|x| x.connections).collect())),
+            ("dns_ns", Column::U64(w.iter().map(|x| x.dns_ns).collect())),
+            ("handshake_ns", Column::U64(w.iter().map(|x| x.handshake_ns).collect())),
+            ("retransmissions", Column::U64(w.iter().map(|x| x.retransmissions).collect())),
+            ("setup_retries", Column::U64(w.iter().map(|x| x.setup_retries).collect())),
+            ("plt_s", Column::OptF64(derived::seconds(w.iter().map(|x| x.plt_ns)))),
+            ("speed_index_s", Column::OptF64(derived::seconds(w.iter().map(|x| x.speed_index_ns)))),
+            ("finished", Column::Bool(w.iter().map(|x| x.plt_ns.is_some()).collect())),
+        ],
+    )
 }
 
 /// Reads one counter of a hop sender (a column of the hops table).

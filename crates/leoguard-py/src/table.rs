@@ -43,34 +43,25 @@ impl ResultTable {
 
 /// A Python list of `dtype` values (None: null) as a column.
 fn column(name: &str, dtype: &str, values: &Bound<'_, PyAny>) -> PyResult<Column> {
-    let bad = |e: PyErr| LeoguardError::new_err(format!("result column {name} ({dtype}): {e}"));
-    fn all<T: Copy>(v: &[Option<T>]) -> Option<Vec<T>> {
-        v.iter().copied().collect()
+    /// The values as `T`s: a required column when none is null, else a nullable one.
+    fn typed<'py, T: Copy + FromPyObject<'py>>(
+        values: &Bound<'py, PyAny>,
+        required: fn(Vec<T>) -> Column,
+        nullable: fn(Vec<Option<T>>) -> Column,
+    ) -> PyResult<Column> {
+        let v: Vec<Option<T>> = values.extract()?;
+        Ok(v.iter().copied().collect::<Option<Vec<T>>>().map_or_else(|| nullable(v), required))
     }
-    Ok(match dtype {
-        "bool" => {
-            let v: Vec<Option<bool>> = values.extract().map_err(bad)?;
-            all(&v).map_or(Column::OptBool(v), Column::Bool)
-        }
-        "u32" => {
-            let v: Vec<Option<u32>> = values.extract().map_err(bad)?;
-            all(&v).map_or(Column::OptU32(v), Column::U32)
-        }
-        "u64" => {
-            let v: Vec<Option<u64>> = values.extract().map_err(bad)?;
-            all(&v).map_or(Column::OptU64(v), Column::U64)
-        }
-        "i64" => {
-            let v: Vec<Option<i64>> = values.extract().map_err(bad)?;
-            all(&v).map_or(Column::OptI64(v), Column::I64)
-        }
-        "f64" => {
-            let v: Vec<Option<f64>> = values.extract().map_err(bad)?;
-            all(&v).map_or(Column::OptF64(v), Column::F64)
-        }
-        "str" => Column::Str(values.extract().map_err(bad)?),
+    let c = match dtype {
+        "bool" => typed(values, Column::Bool, Column::OptBool),
+        "u32" => typed(values, Column::U32, Column::OptU32),
+        "u64" => typed(values, Column::U64, Column::OptU64),
+        "i64" => typed(values, Column::I64, Column::OptI64),
+        "f64" => typed(values, Column::F64, Column::OptF64),
+        "str" => values.extract().map(Column::Str),
         _ => return Err(LeoguardError::new_err(format!("result column {name}: unknown type {dtype}"))),
-    })
+    };
+    c.map_err(|e| LeoguardError::new_err(format!("result column {name} ({dtype}): {e}")))
 }
 
 #[pymethods]

@@ -13,11 +13,13 @@ fn put_len(out: &mut Vec<u8>, n: usize) {
 
 /// The columns as bytes.
 pub fn encode(columns: &[(String, Column)]) -> Vec<u8> {
-    fn fixed<T: Copy, const N: usize>(out: &mut Vec<u8>, v: &[T], bytes: impl Fn(T) -> [u8; N]) {
+    fn fixed<T: Copy, const N: usize>(out: &mut Vec<u8>, tag: u8, v: &[T], bytes: impl Fn(T) -> [u8; N]) {
+        out.push(tag);
         put_len(out, v.len());
         v.iter().for_each(|&x| out.extend_from_slice(&bytes(x)));
     }
-    fn opt<T: Copy, const N: usize>(out: &mut Vec<u8>, v: &[Option<T>], bytes: impl Fn(T) -> [u8; N]) {
+    fn opt<T: Copy, const N: usize>(out: &mut Vec<u8>, tag: u8, v: &[Option<T>], bytes: impl Fn(T) -> [u8; N]) {
+        out.push(tag);
         put_len(out, v.len());
         for x in v {
             out.push(u8::from(x.is_some()));
@@ -32,17 +34,17 @@ pub fn encode(columns: &[(String, Column)]) -> Vec<u8> {
         put_len(&mut out, name.len());
         out.extend_from_slice(name.as_bytes());
         match c {
-            Column::Bool(v) => (out.push(0), fixed(&mut out, v, |x| [u8::from(x)])).1,
-            Column::U16(v) => (out.push(1), fixed(&mut out, v, u16::to_le_bytes)).1,
-            Column::U32(v) => (out.push(2), fixed(&mut out, v, u32::to_le_bytes)).1,
-            Column::U64(v) => (out.push(3), fixed(&mut out, v, u64::to_le_bytes)).1,
-            Column::I64(v) => (out.push(4), fixed(&mut out, v, i64::to_le_bytes)).1,
-            Column::F64(v) => (out.push(5), fixed(&mut out, v, f64::to_le_bytes)).1,
-            Column::OptBool(v) => (out.push(6), opt(&mut out, v, |x| [u8::from(x)])).1,
-            Column::OptU32(v) => (out.push(7), opt(&mut out, v, u32::to_le_bytes)).1,
-            Column::OptU64(v) => (out.push(8), opt(&mut out, v, u64::to_le_bytes)).1,
-            Column::OptI64(v) => (out.push(9), opt(&mut out, v, i64::to_le_bytes)).1,
-            Column::OptF64(v) => (out.push(10), opt(&mut out, v, f64::to_le_bytes)).1,
+            Column::Bool(v) => fixed(&mut out, 0, v, |x| [u8::from(x)]),
+            Column::U16(v) => fixed(&mut out, 1, v, u16::to_le_bytes),
+            Column::U32(v) => fixed(&mut out, 2, v, u32::to_le_bytes),
+            Column::U64(v) => fixed(&mut out, 3, v, u64::to_le_bytes),
+            Column::I64(v) => fixed(&mut out, 4, v, i64::to_le_bytes),
+            Column::F64(v) => fixed(&mut out, 5, v, f64::to_le_bytes),
+            Column::OptBool(v) => opt(&mut out, 6, v, |x| [u8::from(x)]),
+            Column::OptU32(v) => opt(&mut out, 7, v, u32::to_le_bytes),
+            Column::OptU64(v) => opt(&mut out, 8, v, u64::to_le_bytes),
+            Column::OptI64(v) => opt(&mut out, 9, v, i64::to_le_bytes),
+            Column::OptF64(v) => opt(&mut out, 10, v, f64::to_le_bytes),
             Column::Str(v) => {
                 out.push(11);
                 put_len(&mut out, v.len());

@@ -22,7 +22,7 @@ pub fn div_as_polars(x: f64, k: f64, rows: usize) -> f64 {
 }
 
 use super::{AppDelayRow, LinkSeriesRow, PacketRow, SeriesRow};
-use crate::webrtc::FrameRow;
+use crate::webrtc::{percentile, FrameRow};
 use std::collections::BTreeMap;
 
 /// Each packet's one-way delay in milliseconds: `(received_ns - sent_ns) as f64 / 1e6`.
@@ -32,7 +32,8 @@ pub fn owd_ms(packets: &[PacketRow]) -> Vec<f64> {
 }
 
 /// Per flow, the 50th and 99th percentiles of `owd` (each packet's, in `packets`' order), linearly
-/// interpolated between the two nearest ranks (numpy's and polars' "linear").
+/// interpolated between the two nearest ranks (`webrtc::percentile`, as numpy's and polars'
+/// "linear": polars computes `fraction * (upper - lower) + lower`, the same value).
 pub fn owd_percentiles(packets: &[PacketRow], owd: &[f64]) -> BTreeMap<u32, (f64, f64)> {
     let mut by_flow: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
     for (p, &d) in packets.iter().zip(owd) {
@@ -42,21 +43,9 @@ pub fn owd_percentiles(packets: &[PacketRow], owd: &[f64]) -> BTreeMap<u32, (f64
         .into_iter()
         .map(|(flow, mut v)| {
             v.sort_by(f64::total_cmp);
-            (flow, (quantile_linear(&v, 0.5), quantile_linear(&v, 0.99)))
+            (flow, (percentile(&v, 50.0), percentile(&v, 99.0)))
         })
         .collect()
-}
-
-/// The `q` quantile of sorted, non-empty `v`: at rank `(n - 1) q`, interpolated between its floor
-/// and ceiling as `lower + (upper - lower) * fraction`.
-pub fn quantile_linear(v: &[f64], q: f64) -> f64 {
-    let at = (v.len() - 1) as f64 * q;
-    let lo = at.floor() as usize;
-    let hi = (at.ceil() as usize).min(v.len() - 1);
-    if lo == hi || v[lo] == v[hi] {
-        return v[lo];
-    }
-    (at - lo as f64) * (v[hi] - v[lo]) + v[lo]
 }
 
 /// Goodput over each sampling interval from the bytes acknowledged: per flow, the change in
@@ -91,6 +80,12 @@ pub fn app_delay_ms(rows: &[AppDelayRow]) -> Vec<Option<f64>> {
     rows.iter().map(|r| r.delivered_ns.map(|d| div_as_polars(d as f64 - r.sent_ns as f64, 1e6, n))).collect()
 }
 
+/// Nanosecond times in seconds (None stays None), as polars divides a column of them by 1e9.
+pub fn seconds(ns: impl ExactSizeIterator<Item = Option<u64>>) -> Vec<Option<f64>> {
+    let n = ns.len();
+    ns.map(|t| t.map(|t| div_as_polars(t as f64, 1e9, n))).collect()
+}
+
 /// Each frame's capture-to-render delay and its time in the jitter buffer (complete to render), ms;
 /// None where a frame was never rendered (or never complete).
 pub fn frame_delays_ms(frames: &[FrameRow]) -> (Vec<Option<f64>>, Vec<Option<f64>>) {
@@ -109,13 +104,16 @@ mod tests {
     }
 
     #[test]
-    fn quantiles_interpolate_between_the_nearest_ranks() {
-        let v = [1.0, 2.0, 4.0, 8.0];
-        assert_eq!(quantile_linear(&v, 0.5), 3.0); // rank 1.5
-        assert_eq!(quantile_linear(&v, 0.0), 1.0);
-        assert_eq!(quantile_linear(&v, 1.0), 8.0);
-        assert!((quantile_linear(&v, 0.99) - (4.0 + 4.0 * 0.97)).abs() < 1e-12); // rank 2.97
-        assert_eq!(quantile_linear(&[5.0], 0.99), 5.0);
+    fn percentiles_interpolate_between_the_nearest_ranks() {
+        let one = |owd: &[f64]| {
+            let p: Vec<_> = owd.iter().map(|&d| packet(0, 0, (d * 1e6) as u64)).collect();
+            owd_percentiles(&p, owd)[&0]
+        };
+        // Ranks 1.5 and 2.97 of four; a single value is both.
+        let (p50, p99) = one(&[8.0, 1.0, 4.0, 2.0]);
+        assert_eq!(p50, 3.0);
+        assert!((p99 - (4.0 + 4.0 * 0.97)).abs() < 1e-12, "{p99}");
+        assert_eq!(one(&[5.0]), (5.0, 5.0));
     }
 
     #[test]

@@ -9,6 +9,9 @@
 //! Unsigned columns carry both the INTEGER logical type and the legacy converted type, so readers
 //! map them to UInt16/UInt32/UInt64 and not to signed integers; strings carry STRING and UTF8.
 
+mod compact;
+
+use compact::{varint, varint_len, Compact, CT_BINARY, CT_STRUCT};
 use std::ops::Range;
 
 /// A column's values; `None` in an `Opt*` variant (and in `Str`) is a null.
@@ -240,10 +243,6 @@ impl Slice<'_> {
             }
         }
     }
-}
-
-fn varint_len(v: u64) -> usize {
-    (64 - v.max(1).leading_zeros() as usize).div_ceil(7)
 }
 
 /// Definition levels of a flat nullable column (bit width 1) in the RLE/bit-packing hybrid: one
@@ -487,107 +486,6 @@ fn row_group(m: &mut Compact, chunks: &[Chunk<'_>], rows: usize, codec: i32) {
     m.end_struct();
 }
 
-fn varint(mut v: u64, out: &mut Vec<u8>) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-/// The Thrift compact protocol, as much of it as the file's metadata needs: fields are written in
-/// increasing id order within each struct, so each header carries the id's delta.
-#[derive(Default)]
-struct Compact {
-    buf: Vec<u8>,
-    last: Vec<i16>,
-    current: i16,
-}
-
-const CT_TRUE: u8 = 1;
-const CT_FALSE: u8 = 2;
-const CT_BYTE: u8 = 3;
-const CT_I32: u8 = 5;
-const CT_I64: u8 = 6;
-const CT_BINARY: u8 = 8;
-const CT_LIST: u8 = 9;
-const CT_STRUCT: u8 = 12;
-
-impl Compact {
-    fn field(&mut self, id: i16, ty: u8) {
-        let delta = id - self.current;
-        if (1..=15).contains(&delta) {
-            self.buf.push(((delta as u8) << 4) | ty);
-        } else {
-            self.buf.push(ty);
-            varint(zigzag(i64::from(id)), &mut self.buf);
-        }
-        self.current = id;
-    }
-    fn i8(&mut self, id: i16, v: i8) {
-        self.field(id, CT_BYTE);
-        self.buf.push(v as u8);
-    }
-    fn bool(&mut self, id: i16, v: bool) {
-        self.field(id, if v { CT_TRUE } else { CT_FALSE });
-    }
-    fn i32(&mut self, id: i16, v: i32) {
-        self.field(id, CT_I32);
-        varint(zigzag(i64::from(v)), &mut self.buf);
-    }
-    fn i64(&mut self, id: i16, v: i64) {
-        self.field(id, CT_I64);
-        varint(zigzag(v), &mut self.buf);
-    }
-    fn string(&mut self, id: i16, s: &str) {
-        self.field(id, CT_BINARY);
-        self.elem_string(s);
-    }
-    fn elem_string(&mut self, s: &str) {
-        varint(s.len() as u64, &mut self.buf);
-        self.buf.extend_from_slice(s.as_bytes());
-    }
-    fn list_header(&mut self, n: usize, elem: u8) {
-        if n < 15 {
-            self.buf.push(((n as u8) << 4) | elem);
-        } else {
-            self.buf.push(0xf0 | elem);
-            varint(n as u64, &mut self.buf);
-        }
-    }
-    /// A list of `n` elements of compact type `elem` follows (structs: `elem_struct` ... `end_struct`).
-    fn list_begin(&mut self, id: i16, n: usize, elem: u8) {
-        self.field(id, CT_LIST);
-        self.list_header(n, elem);
-    }
-    fn list_begin_i32(&mut self, id: i16, v: &[i32]) {
-        self.field(id, CT_LIST);
-        self.list_header(v.len(), CT_I32);
-        for &x in v {
-            varint(zigzag(i64::from(x)), &mut self.buf);
-        }
-    }
-    fn begin_struct(&mut self, id: i16) {
-        self.field(id, CT_STRUCT);
-        self.elem_struct();
-    }
-    fn elem_struct(&mut self) {
-        self.last.push(self.current);
-        self.current = 0;
-    }
-    fn end_struct(&mut self) {
-        self.buf.push(0);
-        self.current = self.last.pop().unwrap_or(0);
-    }
-    fn stop(&mut self) {
-        self.buf.push(0);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -598,23 +496,6 @@ mod tests {
         let mut file = vec![0; t.file_len()];
         t.write(&mut file);
         Ok(file)
-    }
-
-    #[test]
-    fn thrift_compact_encodings_match_the_spec() {
-        let mut v = Vec::new();
-        varint(300, &mut v);
-        assert_eq!(v, [0xac, 0x02]);
-        assert_eq!([zigzag(0), zigzag(-1), zigzag(1), zigzag(-2)], [0, 1, 2, 3]);
-        let mut c = Compact::default();
-        c.i32(1, 3); // delta 1, i32, zigzag(3) = 6
-        c.i64(20, -1); // delta 19: long form, id zigzag 40
-        c.bool(21, true);
-        c.begin_struct(22);
-        c.i8(1, 7);
-        c.end_struct();
-        c.stop();
-        assert_eq!(c.buf, [0x15, 6, 0x06, 40, 1, 0x11, 0x1c, 0x13, 7, 0, 0]);
     }
 
     #[test]
