@@ -223,9 +223,31 @@ def test_a_gso_write_across_a_lossy_link_loses_segments_not_super_packets():
     assert r.emulator["drops"].get("queue", 0) == 0, r.emulator["drops"]
 
 
+def _outages(r) -> tuple[list[tuple[int, int]], list[float]]:
+    """The probe's outages, as the send times (ns) of the datagrams received either side of each run
+    of missing sequence numbers, and how much longer than the run's median one-way delay those two
+    datagrams took (ms, the larger of the two per outage)."""
+    rows = sorted(
+        zip(r.packets["seq"].to_list(), r.packets["sent_ns"].to_list(), r.packets["received_ns"].to_list(), strict=True)
+    )
+    median_owd = float(np.median([rcv - snt for _, snt, rcv in rows]))
+    gaps, held = [], []
+    for (sa, a, ra), (sb, b, rb) in itertools.pairwise(rows):
+        if sb - sa > 1:
+            gaps.append((a, b))
+            held.append((max(ra - a, rb - b) - median_owd) / 1e6)
+    return gaps, held
+
+
 def test_interruptions_take_exactly_their_drawn_length():
     """Three interruptions of the first link, lengths drawn from Starlink's 30-200 ms range: the probe
-    (one datagram every 0.5 ms) sees each outage start at its time and last its length within 1 ms."""
+    (one datagram every 0.5 ms) sees each outage start at its time and last its length within 1 ms.
+
+    The outage is measured from the send stamps of the datagrams either side of it. A datagram held on
+    its way in (its host's kernel, or a data plane stalled by the VM for a few ms: too short to fail
+    the run's p99 real-time check) enters after its stamp, which moves that edge by the hold: CI saw
+    one outage 2.7 ms short. Such a hold shows as the edge datagram's one-way delay above the run's
+    median; a run with an edge held more than 0.5 ms is run once more, and two such runs fail."""
     _require_root()
     rng = random.Random(12)
     cuts = [(1.0, rng.uniform(0.03, 0.2)), (2.5, rng.uniform(0.03, 0.2)), (4.0, rng.uniform(0.03, 0.2))]
@@ -244,12 +266,14 @@ def test_interruptions_take_exactly_their_drawn_length():
             "events": events,
         }
     )
-    r = _emulate_rt(sc)
-    rows = sorted(zip(r.packets["seq"].to_list(), r.packets["sent_ns"].to_list(), strict=True))
     interval = 200 * 8 / 3.2e6 * 1e9
-    # Outages are runs of missing sequence numbers; each is bounded by the send times of the packets
-    # received either side of it (the probe stamps each packet as it sends it).
-    gaps = [(a, b) for (sa, a), (sb, b) in itertools.pairwise(rows) if sb - sa > 1]
+    r = _emulate_rt(sc)
+    gaps, held = _outages(r)
+    if max(held, default=0) > 0.5:
+        first = held
+        r = _emulate_rt(sc)
+        gaps, held = _outages(r)
+        assert max(held, default=0) <= 0.5, f"two runs had an outage's edge datagram held (ms): {first}, {held}"
     assert len(gaps) == len(cuts), gaps
     for (t, d), (a, b) in zip(cuts, gaps, strict=True):
         outage = (b - a - interval) / 1e9

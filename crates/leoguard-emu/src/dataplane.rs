@@ -231,6 +231,25 @@ impl DataPlane {
         }
     }
 
+    /// Handles every event due by model time `now` (the clock just read), before packets read at
+    /// `now` enter: a packet entering at `now` meets the network as it is at `now`, even when the
+    /// thread woke late (a link due to go down at `now` - 2 ms is already down).
+    pub(crate) fn handle_due(&mut self, now: u64) {
+        let mut fresh = true;
+        while let Some(Instant(at)) = self.core.events.peek_time() {
+            if at > now {
+                break;
+            }
+            if fresh {
+                self.core.report.event_lateness.record(now - at);
+                fresh = false;
+            }
+            let Some((Instant(at), ev)) = self.core.events.pop() else { break };
+            self.core.prefetch_next();
+            self.handle(at, ev);
+        }
+    }
+
     fn handle(&mut self, at: u64, ev: Ev) {
         match ev {
             Ev::Arrive { link: l, token, .. } => {
@@ -254,6 +273,9 @@ impl DataPlane {
                 self.run_out(at);
             }
             Ev::Controls(i) => {
+                // How late a scheduled change (link state, rate, delay, route) takes effect.
+                let now = self.core.clock_model();
+                self.core.report.control_lateness.record(now.saturating_sub(at));
                 let actions = self.core.batches[i as usize].take().unwrap_or_default();
                 for a in actions {
                     self.apply(a, at);

@@ -169,6 +169,7 @@ impl DataPlane {
                 Read::Packets(n) => n,
             };
             let t = self.core.clock_model();
+            self.handle_due(t);
             for i in 0..n {
                 self.enter(hi, i, t);
             }

@@ -51,6 +51,8 @@ pub struct Report {
     /// Lateness of events handled, ns: of the first handled after each reading of the clock (at least
     /// every `CLOCK_EVERY` events).
     pub event_lateness: Histogram,
+    /// Lateness of each scheduled change (link state, rate, delay, route step) against its time, ns.
+    pub control_lateness: Histogram,
     /// Deliveries later than `late_us`.
     pub late: u64,
     /// Packet-hops (link arrivals).
@@ -160,6 +162,7 @@ pub fn to_json(r: &Report, late_us: u64) -> Value {
         "packet_hops": r.packet_hops,
         "timing_error_us": us(&r.timing),
         "event_lateness_us": us(&r.event_lateness),
+        "control_lateness_us": us(&r.control_lateness),
         "late_deliveries": r.late,
         "late_threshold_us": late_us,
         "realtime_ok": realtime_ok,
