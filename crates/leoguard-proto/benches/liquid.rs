@@ -1,6 +1,6 @@
 //! Per-core throughput of the liquid tunnel's state machines at 1280-byte symbols (docs/liquid.md):
 //! the `leoguard_proto::liquid::workload` passes (blocks of 200 packets of 1500 bytes, 10 % repair;
-//! decoding with one source symbol in 20 lost, so every block is solved by RaptorQ), timed with the
+//! decoding with one source symbol in 20 lost, so every block is decoded), timed with the
 //! wall clock. Prints `liquid/<pass>: <Gbit/s> of packet data`, best of `REPS` runs; with `--json`
 //! or `BENCH_JSON=1` one JSON line `{"encode_gbps": .., "decode_gbps": .., "decode_lossless_gbps": ..}`.
 //! Asserts nothing (STYLE.md rule 14).

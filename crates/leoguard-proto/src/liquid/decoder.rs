@@ -2,6 +2,7 @@
 //! decodes with RaptorQ when source symbols are missing, delivers every packet at most once
 //! (optionally in entry order) and reports per-block reception counts to the encoder.
 
+use super::systematic::SystematicDecoder;
 use super::wire::{self, FeedbackEntry, SymbolHeader, NO_FIRST};
 use super::{LiquidConfig, LiquidError, FRAME_PREFIX, MAX_BLOCK_SYMBOLS};
 use leoguard_core::Instant;
@@ -124,6 +125,8 @@ impl Block {
 /// One direction's tunnel exit (see the module docs).
 pub struct Decoder {
     cfg: LiquidConfig,
+    /// Decodes blocks with few source symbols missing (`systematic`); the crate's decoder the rest.
+    systematic: SystematicDecoder,
     blocks: BTreeMap<u32, Block>,
     /// Blocks below this id are retired.
     floor: u32,
@@ -153,6 +156,7 @@ impl Decoder {
         cfg.validate()?;
         Ok(Decoder {
             cfg,
+            systematic: SystematicDecoder::default(),
             blocks: BTreeMap::new(),
             floor: 0,
             highest: None,
@@ -366,6 +370,20 @@ impl Decoder {
         if b.seen.len() < k as usize {
             return;
         }
+        if SystematicDecoder::applies(k, k - b.have_source) {
+            b.symbols.resize(k as usize, None);
+            b.decoded.resize(k as usize, false);
+            let Some(found) = self.systematic.decode(k, usize::from(t), &mut b.symbols, &b.repair) else {
+                self.stats.decode_failures += 1;
+                return;
+            };
+            for (i, s) in found {
+                b.symbols[i] = Some(s);
+                b.decoded[i] = true;
+            }
+            self.finish_decoded(id);
+            return;
+        }
         let result = match &mut b.rq {
             Some(rq) => {
                 let sym = if repair {
@@ -406,6 +424,14 @@ impl Decoder {
                 b.decoded[i] = true;
             }
         }
+        self.finish_decoded(id);
+    }
+
+    /// Block `id` holds every source symbol after decoding: it is complete, its repair and decoder
+    /// state go.
+    fn finish_decoded(&mut self, id: u32) {
+        let Some(b) = self.blocks.get_mut(&id) else { return };
+        let Some(k) = b.k else { return };
         b.have_source = k;
         b.complete = true;
         self.scan_at = Some(Instant::ZERO);

@@ -16,11 +16,14 @@
 
 mod decoder;
 mod encoder;
+mod systematic;
 pub mod wire;
 pub mod workload;
 
 #[cfg(test)]
 mod scan_tests;
+#[cfg(test)]
+mod systematic_tests;
 #[cfg(test)]
 mod tests;
 

@@ -4,7 +4,7 @@
 //! Encode: `blocks` source blocks of `packets_per_block` packets of `packet_bytes` bytes each, pushed
 //! at one virtual instant, closed by `max_block_packets`, every datagram drained (source symbols and
 //! the default 10 % repair). Decode: those datagrams with a share of the source symbols dropped
-//! (`drop_every`-th source symbol), so every block goes through RaptorQ decoding, fed to a decoder and
+//! (`drop_every`-th source symbol), so every block is decoded (liquid.md, "Decoder"), fed to a decoder and
 //! every packet drained. Throughput counts packet bytes (what the tunnel carries), not symbol bytes.
 
 use super::wire::SymbolHeader;

@@ -1,0 +1,169 @@
+//! The systematic decoder against the `raptorq` crate: its generator rows reproduce the crate's
+//! repair symbols, and it recovers exactly the blocks the crate's decoder recovers, to the byte.
+
+use super::systematic::{SystematicDecoder, MAX_K};
+use leoguard_core::{stream, RngStream};
+use raptorq::{EncodingPacket, ObjectTransmissionInformation, PayloadId, SourceBlockDecoder, SourceBlockEncoder};
+
+fn block(rng: &mut RngStream, k: usize, t: usize) -> Vec<u8> {
+    (0..k * t).map(|_| rng.next_u64() as u8).collect()
+}
+
+fn oti(k: usize, t: usize) -> ObjectTransmissionInformation {
+    ObjectTransmissionInformation::new((k * t) as u64, t as u16, 1, 1, 1)
+}
+
+/// The crate's decoder on the same symbols: the block, or None.
+fn crate_decode(k: usize, t: usize, symbols: &[Option<Vec<u8>>], repair: &[(u32, Vec<u8>)]) -> Option<Vec<u8>> {
+    let mut dec = SourceBlockDecoder::new(0, &oti(k, t), (k * t) as u64);
+    let mut packets: Vec<EncodingPacket> = symbols
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.as_ref().map(|s| EncodingPacket::new(PayloadId::new(0, i as u32), s.clone())))
+        .collect();
+    packets.extend(repair.iter().map(|(e, s)| EncodingPacket::new(PayloadId::new(0, *e), s.clone())));
+    dec.decode(packets)
+}
+
+/// Loses each source symbol with probability `p`, keeps `extra` more repair symbols than it lost
+/// (from the first `repair_sent` sent); returns what each decoder made of it.
+fn trial(
+    rng: &mut RngStream,
+    sys: &mut SystematicDecoder,
+    k: usize,
+    t: usize,
+    p: f64,
+    extra: usize,
+) -> (Vec<u8>, Option<Vec<u8>>, Option<Vec<u8>>) {
+    let data = block(rng, k, t);
+    let enc = SourceBlockEncoder::new(0, &oti(k, t), &data);
+    let mut symbols: Vec<Option<Vec<u8>>> = data.chunks(t).map(|c| (rng.uniform() >= p).then(|| c.to_vec())).collect();
+    let lost = symbols.iter().filter(|s| s.is_none()).count();
+    // Some repair symbols are lost too: skip a few ESIs.
+    let repair: Vec<(u32, Vec<u8>)> = enc
+        .repair_packets(0, (lost + extra) as u32 * 2 + 2)
+        .into_iter()
+        .filter(|_| rng.uniform() >= 0.3)
+        .take(lost + extra)
+        .map(|p| {
+            let (id, d) = p.split();
+            (id.encoding_symbol_id(), d)
+        })
+        .collect();
+    let theirs = crate_decode(k, t, &symbols, &repair);
+    let ours = sys.decode(k as u32, t, &mut symbols, &repair).map(|found| {
+        for (i, s) in found {
+            assert!(symbols[i].is_none(), "symbol {i} was received");
+            symbols[i] = Some(s);
+        }
+        symbols.iter().flat_map(|s| s.clone().unwrap_or_default()).collect::<Vec<u8>>()
+    });
+    (data, theirs, ours)
+}
+
+#[test]
+fn generator_rows_reproduce_the_crates_repair_symbols() {
+    let mut rng = stream(1, "systematic-rows");
+    let mut sys = SystematicDecoder::default();
+    for &(k, t) in &[(1usize, 16usize), (2, 8), (10, 64), (235, 1280), (300, 40)] {
+        let data = block(&mut rng, k, t);
+        let enc = SourceBlockEncoder::new(0, &oti(k, t), &data);
+        // All source symbols lost but one row's worth: decoding from repair symbols only exercises
+        // every coefficient of the rows used.
+        let mut symbols: Vec<Option<Vec<u8>>> = vec![None; k];
+        if k > 4 {
+            for (i, c) in data.chunks(t).enumerate().skip(k / 4 + 1) {
+                symbols[i] = Some(c.to_vec());
+            }
+        }
+        let lost = symbols.iter().filter(|s| s.is_none()).count();
+        let repair: Vec<(u32, Vec<u8>)> = enc
+            .repair_packets(3, lost as u32 + 3)
+            .into_iter()
+            .map(|p| {
+                let (id, d) = p.split();
+                (id.encoding_symbol_id(), d)
+            })
+            .collect();
+        // (Decoded whether or not `applies` would route this block here: with three spare repair
+        // symbols a dependent set is unlikely, and the crate's decoder is asked too.)
+        let theirs = crate_decode(k, t, &symbols, &repair);
+        assert_eq!(theirs.as_deref(), Some(&data[..]), "k={k}: the crate's decoder");
+        let found = sys.decode(k as u32, t, &mut symbols, &repair).unwrap_or_else(|| panic!("k={k}: not decoded"));
+        assert_eq!(found.len(), lost);
+        for (i, s) in found {
+            assert_eq!(s, data[i * t..(i + 1) * t], "k={k} symbol {i}");
+        }
+    }
+}
+
+#[test]
+fn it_recovers_exactly_what_the_crates_decoder_recovers() {
+    let mut rng = stream(2, "systematic-vs-crate");
+    let mut sys = SystematicDecoder::default();
+    let (mut both, mut neither) = (0, 0);
+    for n in 0..400 {
+        let k = [5usize, 17, 40, 120, 235][n % 5];
+        let t = [4usize, 32, 1280][n % 3];
+        // No spare repair symbol half the time: the crate's decoder then fails about 1 % of the
+        // time (RFC 6330's dependent sets), and so must this one.
+        let extra = if n % 2 == 0 { 0 } else { 1 + n % 3 };
+        let (data, theirs, ours) = trial(&mut rng, &mut sys, k, t, 0.05 + 0.15 * ((n / 5) % 2) as f64, extra);
+        assert_eq!(ours.is_some(), theirs.is_some(), "trial {n}: k={k} extra={extra}");
+        if let (Some(a), Some(b)) = (&ours, &theirs) {
+            assert_eq!(a, &data[..], "trial {n}: wrong block");
+            assert_eq!(b, &data[..]);
+            both += 1;
+        } else {
+            neither += 1;
+        }
+    }
+    assert!(both > 300, "{both} decoded");
+    eprintln!("decoded by both {both}, by neither {neither}");
+}
+
+#[test]
+fn too_few_symbols_or_a_block_too_large_are_left_to_the_caller() {
+    let mut sys = SystematicDecoder::default();
+    let mut symbols = vec![Some(vec![0u8; 8]), None, None];
+    assert!(sys.decode(3, 8, &mut symbols, &[(3, vec![0; 8])]).is_none());
+    assert!(!SystematicDecoder::applies(MAX_K + 1, 1));
+    assert!(!SystematicDecoder::applies(100, 0));
+    assert!(SystematicDecoder::applies(235, 38) && !SystematicDecoder::applies(235, 39));
+    assert!(SystematicDecoder::applies(20, 20));
+    // A repair symbol of the wrong length is refused, and the received symbols are left in place.
+    let mut symbols = vec![Some(vec![1u8; 8]), None, Some(vec![2u8; 8]), Some(vec![3u8; 8])];
+    assert!(sys.decode(4, 8, &mut symbols, &[(4, vec![0; 7])]).is_none());
+    assert_eq!(symbols[0], Some(vec![1u8; 8]));
+    assert_eq!(symbols[3], Some(vec![3u8; 8]));
+}
+
+#[test]
+fn it_fails_where_the_crates_decoder_fails() {
+    // One source symbol lost, one repair symbol received: decodable only where that repair
+    // symbol's coefficient on the lost one is nonzero. Every pair of a small block is tried; some
+    // fail for both decoders, and none for one only.
+    let mut rng = stream(3, "systematic-dependent");
+    let mut sys = SystematicDecoder::default();
+    let (k, t) = (10usize, 16usize);
+    let data = block(&mut rng, k, t);
+    let enc = SourceBlockEncoder::new(0, &oti(k, t), &data);
+    let mut failed = 0;
+    for lost in 0..k {
+        for p in enc.repair_packets(0, 60) {
+            let (id, d) = p.split();
+            let repair = [(id.encoding_symbol_id(), d)];
+            let mut symbols: Vec<Option<Vec<u8>>> =
+                data.chunks(t).enumerate().map(|(i, c)| (i != lost).then(|| c.to_vec())).collect();
+            let theirs = crate_decode(k, t, &symbols, &repair);
+            let ours = sys.decode(k as u32, t, &mut symbols, &repair);
+            assert_eq!(ours.is_some(), theirs.is_some(), "lost {lost}, repair {}", repair[0].0);
+            match ours {
+                Some(found) => assert_eq!(found, vec![(lost, data[lost * t..(lost + 1) * t].to_vec())]),
+                None => failed += 1,
+            }
+        }
+    }
+    assert!(failed > 0, "no dependent case among {} tried", k * 60);
+    eprintln!("{failed} of {} cases not decodable by either", k * 60);
+}
