@@ -231,23 +231,41 @@ impl DataPlane {
         }
     }
 
-    /// Handles every event due by model time `now` (the clock just read), before packets read at
-    /// `now` enter: a packet entering at `now` meets the network as it is at `now`, even when the
-    /// thread woke late (a link due to go down at `now` - 2 ms is already down).
-    pub(crate) fn handle_due(&mut self, now: u64) {
-        let mut fresh = true;
+    /// Handles every event due by the clock, from `now` (a reading nothing has aged since). The
+    /// clock is read again when the next event is not due by the last reading, and after every
+    /// CLOCK_EVERY events handled in a row (a loop behind real time handles many): lateness is
+    /// recorded for the event handled first after each reading, and deliveries whose hold ran out are
+    /// written at each reading. Returns the last reading: every event due by it is handled.
+    ///
+    /// Packets read from a TUN enter at that reading, after the events due by it: a packet entering
+    /// at `t` meets the network as it is at `t`, even when the thread woke late (a link due to go down
+    /// 2 ms earlier is already down), and a link sees its times in order.
+    pub(crate) fn run_due(&mut self, mut now: u64) -> u64 {
+        let (mut since_read, mut fresh) = (0, true);
         while let Some(Instant(at)) = self.core.events.peek_time() {
-            if at > now {
+            if at > now && since_read == 0 {
                 break;
             }
+            if at > now || since_read >= CLOCK_EVERY {
+                now = self.core.clock_model();
+                (since_read, fresh) = (0, true);
+                if at > now {
+                    break;
+                }
+                if now >= self.core.next_flush {
+                    self.core.flush_due(now, false);
+                }
+            }
             if fresh {
-                self.core.report.event_lateness.record(now - at);
+                self.core.report.event_lateness.record(now.saturating_sub(at));
                 fresh = false;
             }
             let Some((Instant(at), ev)) = self.core.events.pop() else { break };
             self.core.prefetch_next();
             self.handle(at, ev);
+            since_read += 1;
         }
+        now
     }
 
     fn handle(&mut self, at: u64, ev: Ev) {
@@ -273,7 +291,7 @@ impl DataPlane {
                 self.run_out(at);
             }
             Ev::Controls(i) => {
-                // How late a scheduled change (link state, rate, delay, route) takes effect.
+                // How late a batch of scheduled changes (link state, rate, delay, routes) takes effect.
                 let now = self.core.clock_model();
                 self.core.report.control_lateness.record(now.saturating_sub(at));
                 let actions = self.core.batches[i as usize].take().unwrap_or_default();
@@ -360,30 +378,7 @@ impl DataPlane {
                 break;
             }
             let work0 = now;
-            // The clock is read when the next event is not yet due by the last reading, and after every
-            // CLOCK_EVERY events handled in a row (a loop behind real time handles many): lateness is
-            // recorded for the event handled first after each reading.
-            let (mut since_read, mut fresh) = (0, true);
-            while let Some(Instant(at)) = self.core.events.peek_time() {
-                if at > now || since_read >= CLOCK_EVERY {
-                    now = self.core.clock_model();
-                    (since_read, fresh) = (0, true);
-                    if at > now {
-                        break;
-                    }
-                    if now >= self.core.next_flush {
-                        self.core.flush_due(now, false);
-                    }
-                }
-                if fresh {
-                    self.core.report.event_lateness.record(now.saturating_sub(at));
-                    fresh = false;
-                }
-                let Some((Instant(at), ev)) = self.core.events.pop() else { break };
-                self.core.prefetch_next();
-                self.handle(at, ev);
-                since_read += 1;
-            }
+            now = self.run_due(now);
             // The pass is over: what waits for no more of its flow is written now, coalesced per host.
             self.core.flush_due(now, false);
             now = self.core.clock_model();

@@ -168,8 +168,7 @@ impl DataPlane {
                 }
                 Read::Packets(n) => n,
             };
-            let t = self.core.clock_model();
-            self.handle_due(t);
+            let t = self.run_due(self.core.clock_model());
             for i in 0..n {
                 self.enter(hi, i, t);
             }

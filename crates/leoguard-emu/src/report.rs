@@ -51,7 +51,8 @@ pub struct Report {
     /// Lateness of events handled, ns: of the first handled after each reading of the clock (at least
     /// every `CLOCK_EVERY` events).
     pub event_lateness: Histogram,
-    /// Lateness of each scheduled change (link state, rate, delay, route step) against its time, ns.
+    /// Lateness of each batch of scheduled changes (a scenario event's link state, a routing step's
+    /// routes, delays and rates) against its time, ns.
     pub control_lateness: Histogram,
     /// Deliveries later than `late_us`.
     pub late: u64,
