@@ -370,7 +370,7 @@ impl Decoder {
         if b.seen.len() < k as usize {
             return;
         }
-        if SystematicDecoder::applies(k, k - b.have_source) {
+        if self.systematic.takes(k, k - b.have_source) {
             b.symbols.resize(k as usize, None);
             b.decoded.resize(k as usize, false);
             let Some(found) = self.systematic.decode(k, usize::from(t), &mut b.symbols, &b.repair) else {
@@ -711,6 +711,18 @@ impl Decoder {
     #[cfg(test)]
     pub(super) fn scan_at(&self) -> Option<Instant> {
         self.scan_at
+    }
+
+    /// Sends every block to the crate's decoder (tests compare the two solvers).
+    #[cfg(test)]
+    pub(crate) fn crate_solver_only(&mut self) {
+        self.systematic.off = true;
+    }
+
+    /// Blocks the few-missing solver decoded.
+    #[cfg(test)]
+    pub(crate) fn systematic_decodes(&self) -> u64 {
+        self.systematic.decoded
     }
 
     /// Counters.

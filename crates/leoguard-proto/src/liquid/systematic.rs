@@ -71,12 +71,25 @@ impl Generator {
     }
 }
 
+/// Block sizes that get a generator on their first block (see [`SystematicDecoder::takes`]).
+const BUILD_AT_ONCE_K: u32 = 256;
+
+/// Block sizes remembered as decoded lately.
+const SIZES_SEEN: usize = 32;
+
 /// Decodes blocks with few source symbols missing (module docs); keeps the generators of the last
 /// few block sizes.
 #[derive(Default)]
 pub(crate) struct SystematicDecoder {
     /// Most recently used first.
     generators: Vec<Generator>,
+    /// Sizes of the blocks lately offered without a generator, most recent last.
+    seen: std::collections::VecDeque<u32>,
+    /// Blocks decoded here.
+    pub(crate) decoded: u64,
+    /// Every block to the crate's decoder (tests compare the two solvers through the tunnel).
+    #[cfg(test)]
+    pub(crate) off: bool,
 }
 
 fn mul(a: u8, b: u8) -> u8 {
@@ -98,14 +111,39 @@ fn fma(acc: &mut Symbol, x: &Symbol, c: u8) {
 
 impl SystematicDecoder {
     /// Whether a block of `k` source symbols with `missing` of them lost is decoded here rather than by
-    /// the crate's decoder (`docs/performance.md`, "FEC: the missing symbols only").
-    /// Its cost is about `missing * (k - missing)` symbol multiply-adds (about 40 ns each at
-    /// 1280 bytes here) plus a cubic term in `missing`; the crate's about 2.6 us per source symbol
-    /// whatever is missing. Measured at 1280-byte symbols, it is 0.16x the crate's time at k = 235
-    /// with 12 missing, 0.85x with 47, 1.31x with 59; at k = 800, 0.55x with 40 and 1.45x with 80.
-    /// So it takes a block while `missing * (k - missing) <= 32 * k` (k = 235: up to 38 missing).
+    /// the crate's decoder (`docs/performance.md`, "FEC: the missing symbols only"). Its cost is about
+    /// `missing * k` symbol multiply-adds (about 36 ns each at 1280 bytes here) plus about
+    /// `missing^3` byte operations of the elimination (about 1.4 ns each); the crate's about 2.2-2.7 us
+    /// per source symbol whatever is missing. Both grow with `missing`, so the rule is monotone: it
+    /// takes a block while `missing * k + missing^3 / 32 <= 48 * k` (the estimate at most about 0.8x
+    /// the crate's time; k = 235: up to 39 missing; k = 20: all of them).
     pub(crate) fn applies(k: u32, missing: u32) -> bool {
-        k <= MAX_K && missing > 0 && missing <= k && u64::from(missing) * u64::from(k - missing) <= 32 * u64::from(k)
+        let (k, m) = (u64::from(k), u64::from(missing));
+        k <= u64::from(MAX_K) && m > 0 && m <= k && m * k + m * m * m / 32 <= 48 * k
+    }
+
+    /// Whether to decode this block here: it [`applies`](Self::applies), and its size is at most
+    /// `BUILD_AT_ONCE_K`, has a generator or was offered lately. Building a generator costs 0.01-0.13
+    /// ms up to k = 235 (a block decoded here with a fresh generator still takes 0.26-0.68x the
+    /// crate's time) but 1.25 ms at k = 800 (1.12x with 40 missing), so a larger size gets one on its
+    /// second block: sizes that never recur (blocks closed by time at a varying rate) cost no
+    /// identity encoding.
+    pub(crate) fn takes(&mut self, k: u32, missing: u32) -> bool {
+        #[cfg(test)]
+        if self.off {
+            return false;
+        }
+        if !Self::applies(k, missing) {
+            return false;
+        }
+        if k <= BUILD_AT_ONCE_K || self.generators.iter().any(|g| g.k == k) || self.seen.contains(&k) {
+            return true;
+        }
+        if self.seen.len() == SIZES_SEEN {
+            self.seen.pop_front();
+        }
+        self.seen.push_back(k);
+        false
     }
 
     fn generator(&mut self, k: u32) -> &mut Generator {
@@ -222,6 +260,7 @@ impl SystematicDecoder {
             }
             out.push((j, acc.into_bytes()));
         }
+        self.decoded += 1;
         Some(out)
     }
 }
