@@ -241,14 +241,15 @@ impl DataPlane {
     /// at `t` meets the network as it is at `t`, even when the thread woke late (a link due to go down
     /// 2 ms earlier is already down), and a link sees its times in order.
     pub(crate) fn run_due(&mut self, mut now: u64) -> u64 {
-        let (mut since_read, mut fresh) = (0, true);
+        // Events handled since the last reading (none: the reading is fresh).
+        let mut since_read = 0;
         while let Some(Instant(at)) = self.core.events.peek_time() {
             if at > now && since_read == 0 {
                 break;
             }
             if at > now || since_read >= CLOCK_EVERY {
                 now = self.core.clock_model();
-                (since_read, fresh) = (0, true);
+                since_read = 0;
                 if at > now {
                     break;
                 }
@@ -256,9 +257,8 @@ impl DataPlane {
                     self.core.flush_due(now, false);
                 }
             }
-            if fresh {
+            if since_read == 0 {
                 self.core.report.event_lateness.record(now.saturating_sub(at));
-                fresh = false;
             }
             let Some((Instant(at), ev)) = self.core.events.pop() else { break };
             self.core.prefetch_next();
