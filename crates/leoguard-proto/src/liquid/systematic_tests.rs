@@ -2,9 +2,10 @@
 //! repair symbols, and it recovers exactly the blocks the crate's decoder recovers, to the byte.
 
 use super::systematic::{SystematicDecoder, MAX_K};
+use super::workload::crate_decode;
 use super::{Decoder, DecoderStats, Encoder, LiquidConfig};
 use leoguard_core::{stream, Duration, Instant, RngStream};
-use raptorq::{EncodingPacket, ObjectTransmissionInformation, PayloadId, SourceBlockDecoder, SourceBlockEncoder};
+use raptorq::{ObjectTransmissionInformation, SourceBlockEncoder};
 
 fn block(rng: &mut RngStream, k: usize, t: usize) -> Vec<u8> {
     (0..k * t).map(|_| rng.next_u64() as u8).collect()
@@ -12,18 +13,6 @@ fn block(rng: &mut RngStream, k: usize, t: usize) -> Vec<u8> {
 
 fn oti(k: usize, t: usize) -> ObjectTransmissionInformation {
     ObjectTransmissionInformation::new((k * t) as u64, t as u16, 1, 1, 1)
-}
-
-/// The crate's decoder on the same symbols: the block, or None.
-fn crate_decode(k: usize, t: usize, symbols: &[Option<Vec<u8>>], repair: &[(u32, Vec<u8>)]) -> Option<Vec<u8>> {
-    let mut dec = SourceBlockDecoder::new(0, &oti(k, t), (k * t) as u64);
-    let mut packets: Vec<EncodingPacket> = symbols
-        .iter()
-        .enumerate()
-        .filter_map(|(i, s)| s.as_ref().map(|s| EncodingPacket::new(PayloadId::new(0, i as u32), s.clone())))
-        .collect();
-    packets.extend(repair.iter().map(|(e, s)| EncodingPacket::new(PayloadId::new(0, *e), s.clone())));
-    dec.decode(packets)
 }
 
 /// Loses each source symbol with probability `p`, keeps `extra` more repair symbols than it lost

@@ -6,10 +6,13 @@
 //! the default 10 % repair). Decode: those datagrams with a share of the source symbols dropped
 //! (`drop_every`-th source symbol), so every block is decoded (liquid.md, "Decoder"), fed to a decoder and
 //! every packet drained. Throughput counts packet bytes (what the tunnel carries), not symbol bytes.
+//! [`SolverCase`]: one block for each of the decoder's two solvers.
 
+use super::systematic::SystematicDecoder;
 use super::wire::SymbolHeader;
-use super::{Decoder, Encoder, LiquidConfig};
+use super::{Decoder, Encoder, LiquidConfig, MAX_BLOCK_SYMBOLS};
 use leoguard_core::Instant;
+use raptorq::{EncodingPacket, ObjectTransmissionInformation, PayloadId, SourceBlockDecoder, SourceBlockEncoder};
 
 /// Parameters of one pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,4 +94,88 @@ impl Workload {
         }
         (n, bytes)
     }
+}
+
+/// One block decoded by each of the decoder's two solvers (`liquid.md`, "Decoder"): `k` source
+/// symbols of `t` bytes, `missing` of them lost (spread evenly) and as many repair symbols received
+/// plus two. `cargo bench --bench liquid` times both on the same symbols.
+pub struct SolverCase {
+    k: u32,
+    t: usize,
+    symbols: Vec<Option<Vec<u8>>>,
+    repair: Vec<(u32, Vec<u8>)>,
+    systematic: SystematicDecoder,
+}
+
+impl SolverCase {
+    /// The block (its bytes a fixed pattern: the solvers' cost does not depend on them). `k` is at
+    /// most [`super::MAX_BLOCK_SYMBOLS`] and `t` at most 65535 (clamped), `missing` at most `k`.
+    pub fn new(k: u32, missing: u32, t: usize) -> SolverCase {
+        let k = k.clamp(1, MAX_BLOCK_SYMBOLS);
+        let t = t.clamp(1, usize::from(u16::MAX));
+        let missing = missing.min(k);
+        let n = k as usize;
+        let data: Vec<u8> = (0..n * t).map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8).collect();
+        let oti = ObjectTransmissionInformation::new((n * t) as u64, t as u16, 1, 1, 1);
+        let enc = SourceBlockEncoder::new(0, &oti, &data);
+        let step = n / (missing as usize).max(1);
+        let symbols = data
+            .chunks(t)
+            .enumerate()
+            .map(|(i, c)| (missing == 0 || i % step != 0 || i / step >= missing as usize).then(|| c.to_vec()))
+            .collect();
+        let repair = enc
+            .repair_packets(0, missing + 2)
+            .into_iter()
+            .map(|p| {
+                let (id, d) = p.split();
+                (id.encoding_symbol_id(), d)
+            })
+            .collect();
+        SolverCase { k, t, symbols, repair, systematic: SystematicDecoder::default() }
+    }
+
+    /// Source symbols missing.
+    pub fn missing(&self) -> usize {
+        self.symbols.iter().filter(|s| s.is_none()).count()
+    }
+
+    /// Whether the decoder gives a block like this one to the few-missing solver (its size aside).
+    pub fn few_missing(&self) -> bool {
+        SystematicDecoder::applies(self.k, self.missing() as u32)
+    }
+
+    /// Decodes with the few-missing solver, its generator kept from the last call unless `fresh`;
+    /// whether it decoded.
+    pub fn systematic(&mut self, fresh: bool) -> bool {
+        if fresh {
+            self.systematic = SystematicDecoder::default();
+        }
+        let mut symbols = self.symbols.clone();
+        self.systematic.decode(self.k, self.t, &mut symbols, &self.repair).is_some()
+    }
+
+    /// Decodes with the `raptorq` crate's decoder; whether it decoded.
+    pub fn full(&self) -> bool {
+        crate_decode(self.k as usize, self.t, &self.symbols, &self.repair).is_some()
+    }
+}
+
+/// The `raptorq` crate's decoder on one block's symbols (`k` source symbols of `t` bytes, `None`
+/// where lost, and repair symbols by ESI): the block, or `None`.
+pub(crate) fn crate_decode(
+    k: usize,
+    t: usize,
+    symbols: &[Option<Vec<u8>>],
+    repair: &[(u32, Vec<u8>)],
+) -> Option<Vec<u8>> {
+    let oti = ObjectTransmissionInformation::new((k * t) as u64, t as u16, 1, 1, 1);
+    let mut dec = SourceBlockDecoder::new(0, &oti, (k * t) as u64);
+    let mut packets: Vec<EncodingPacket> = symbols
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.as_ref().map(|s| EncodingPacket::new(PayloadId::new(0, i as u32), s.clone())))
+        .collect();
+    packets.extend(repair.iter().map(|(e, s)| EncodingPacket::new(PayloadId::new(0, *e), s.clone())));
+    dec.decode(packets)
 }
